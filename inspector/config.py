@@ -1,0 +1,108 @@
+"""config.yaml: Hermes' own keys plus an ``inspector:`` section for our settings.
+
+A real ``~/.hermes/config.yaml`` loads unchanged: unknown keys are kept, Hermes' defaults are
+deep-merged underneath (Hermes does the same), and YAML is read with ``safe_load`` only.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULTS: dict[str, Any] = {
+    "model": {"default": "anthropic/claude-sonnet-4.5", "provider": "", "base_url": "", "context_length": 128000, "max_tokens": None},
+    "context": {"engine": "compressor"},
+    "compression": {
+        "enabled": True,
+        "threshold": 0.50,
+        "target_ratio": 0.20,
+        "protect_last_n": 20,
+        "protect_first_n": 3,
+        "abort_on_summary_failure": False,
+        "in_place": True,
+        "model_thresholds": {},
+        "threshold_tokens": None,
+        "context_timeout_seconds": 120,
+        "context_total_ceiling_seconds": 600,
+        "max_attempts": 3,
+    },
+    "auxiliary": {
+        "compression": {"provider": "auto", "model": "", "base_url": "", "api_key": "", "timeout": 120, "extra_body": {}}
+    },
+    "prompt_caching": {"cache_ttl": "5m"},
+    "plugins": {"enabled": [], "disabled": []},
+    "inspector": {
+        "tokenizer": "cl100k_base",
+        "cache_profile": "anthropic",
+        "plugin_dirs": [],
+        "hook_timeout_seconds": 30,
+        "live": {"base_url": "", "model": "", "api_key_env": "OPENAI_API_KEY", "timeout": 60},
+    },
+}
+
+
+class ConfigError(Exception):
+    """config.yaml could not be read; names the file and what was wrong."""
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Defaults, then the file (if any), then ``overrides`` (command-line ``--set`` values)."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{p}: cannot read config: {exc.strerror or exc}") from exc
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{p}: expected a mapping at the top level, found {type(loaded).__name__}")
+        data = loaded
+    merged = deep_merge(DEFAULTS, data)
+    if overrides:
+        merged = deep_merge(merged, overrides)
+    return merged
+
+
+def cfg_get(config: dict[str, Any], dotted: str, default: Any = None) -> Any:
+    """``cfg_get(cfg, "compression.threshold")``; missing keys give ``default``."""
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def parse_set_option(values: list[str]) -> dict[str, Any]:
+    """``--set compression.threshold=0.6`` → nested dict; values parsed as YAML scalars."""
+    out: dict[str, Any] = {}
+    for item in values or []:
+        if "=" not in item:
+            raise ConfigError(f"--set expects key=value, got {item!r}")
+        key, _, raw = item.partition("=")
+        value = yaml.safe_load(raw) if raw else ""
+        node = out
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out

@@ -1,0 +1,100 @@
+"""Hermes' rough token estimators, reproduced exactly (hermes-host.md §8.1).
+
+Hermes measures ``len(str(message))``: the Python *repr* of the dict (single quotes, True,
+escapes), not JSON. Gates and thresholds in the real host are computed from these figures, so
+the inspector must get them to the character, not approximately.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
+IMAGE_TOKENS = 1500
+
+
+def estimate_tokens_rough(text: str) -> int:
+    if not text:
+        return 0
+    return (len(text) + 3) // 4
+
+
+def _shadow(message: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The message as Hermes measures it, plus the number of images it carries."""
+    images = 0
+    shadow = message
+    content = message.get("content")
+    if isinstance(content, list):
+        new_parts = []
+        changed = False
+        for part in content:
+            if isinstance(part, dict) and part.get("type") in IMAGE_PART_TYPES:
+                images += 1
+                new_parts.append({"type": part.get("type"), "image": "[stripped]"})
+                changed = True
+            else:
+                new_parts.append(part)
+        if changed:
+            shadow = dict(message)
+            shadow["content"] = new_parts
+    elif isinstance(content, dict) and content.get("_multimodal"):
+        shadow = dict(message)
+        shadow["content"] = content.get("text_summary", "")
+        for part in content.get("content", []) or []:
+            if isinstance(part, dict) and part.get("type") in IMAGE_PART_TYPES:
+                images += 1
+    blocks = message.get("_anthropic_content_blocks")
+    if blocks is not None:
+        if shadow is message:
+            shadow = dict(message)
+        shadow.pop("_anthropic_content_blocks", None)
+        if isinstance(blocks, list):
+            images += sum(1 for b in blocks if isinstance(b, dict) and b.get("type") == "image")
+    return shadow, images
+
+
+def message_rough_chars(message: dict[str, Any]) -> tuple[int, int]:
+    """(repr length, image count) of one message: the additive part of the estimate."""
+    shadow, images = _shadow(message)
+    return len(str(shadow)), images
+
+
+def estimate_messages_tokens_rough(messages: list[dict[str, Any]]) -> int:
+    chars = 0
+    images = 0
+    for msg in messages:
+        c, i = message_rough_chars(msg)
+        chars += c
+        images += i
+    return rough_from_chars(chars, images)
+
+
+def rough_from_chars(chars: int, images: int = 0) -> int:
+    """Combine per-message figures the way ``estimate_messages_tokens_rough`` does."""
+    return (chars + 3) // 4 + IMAGE_TOKENS * images
+
+
+def estimate_tools_tokens_rough(tools: list[dict[str, Any]] | None) -> int:
+    if not tools:
+        return 0
+    total = 0
+    for tool in tools:
+        fn = tool.get("function", tool) if isinstance(tool, dict) else {}
+        if not isinstance(fn, dict):
+            continue
+        name = str(fn.get("name", "") or "")
+        desc = str(fn.get("description", "") or "")
+        params = json.dumps(fn.get("parameters", {}) or {}, ensure_ascii=False, separators=(",", ":"))
+        total += len(name) + len(desc) + len(params)
+    return (total + 3) // 4
+
+
+def estimate_request_tokens_rough(
+    messages: list[dict[str, Any]], *, system_prompt: str = "", tools: list[dict[str, Any]] | None = None
+) -> int:
+    return (
+        (len(system_prompt or "") + 3) // 4
+        + estimate_messages_tokens_rough(messages)
+        + estimate_tools_tokens_rough(tools)
+    )

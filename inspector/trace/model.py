@@ -1,0 +1,334 @@
+"""The trace: an immutable, content-addressed record of one engine run over one session.
+
+Messages are stored once, keyed by a hash of their canonical JSON; message *lists* (the
+history, a request, a compress result) are interned too, so a 2,000-turn session costs the
+distinct text once plus a key list per distinct list. Events refer to keys and list ids.
+
+Every panel asks "what was true at event k?"; the answers come from arrays built once in
+:meth:`Trace.finish`, so moving the cursor costs the same at event 5 and at event 50,000.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+# Event kinds, in the vocabulary of hermes-host.md §2. The UI groups and colours by these.
+EV_SESSION_START = "on_session_start"
+EV_SESSION_END = "on_session_end"
+EV_SESSION_RESET = "on_session_reset"
+EV_UPDATE_MODEL = "update_model"
+EV_TOOL_SCHEMAS = "get_tool_schemas"
+EV_TURN = "turn"  # host marker: a user turn starts (args: user message key)
+EV_REQUEST = "request"  # host marker: one provider call (the request is ``Trace.requests[ev.request]``)
+EV_SELECT = "select_context"
+EV_RESPONSE = "update_from_response"
+EV_SHOULD = "should_compress"
+EV_SHOULD_INFO = "should_compress_info"
+EV_DEFER = "should_defer_preflight_to_real_usage"
+EV_COMPRESS = "compress"
+EV_PRUNE = "prune_tool_results_only"
+EV_TOOL = "handle_tool_call"
+EV_TURN_COMPLETE = "on_turn_complete"
+EV_AUX_LLM = "call_llm"
+EV_PLUGIN_HOOK = "plugin_hook"
+EV_MARKER = "transcript_compaction"  # the original agent compacted here (from the transcript)
+EV_FAULT = "fault"  # a host-level fault not tied to one hook call
+EV_NOTE = "host_note"  # the host differs from Hermes here, or a host decision worth showing
+
+LIFECYCLE_KINDS = frozenset({EV_SESSION_START, EV_SESSION_END, EV_SESSION_RESET, EV_UPDATE_MODEL, EV_TOOL_SCHEMAS})
+COMPRESSION_KINDS = frozenset({EV_COMPRESS})
+
+# The engine's token attributes snapshotted after every event, in this order.
+STATE_FIELDS = (
+    "last_prompt_tokens",
+    "last_completion_tokens",
+    "last_total_tokens",
+    "threshold_tokens",
+    "context_length",
+    "compression_count",
+)
+
+
+def message_key(message: dict[str, Any]) -> str:
+    """Content hash of a message's canonical JSON (sorted keys, no whitespace)."""
+    canonical = json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+
+
+class MessageStore:
+    """Messages by key and interned key lists; each distinct message or list stored once."""
+
+    def __init__(self) -> None:
+        self.messages: dict[str, dict[str, Any]] = {}
+        self.lists: list[tuple[str, ...]] = []
+        self._list_ids: dict[tuple[str, ...], int] = {}
+        # Per-key figures filled by the host's token counter: {key: {"tiktoken": n, "rough_chars": n, ...}}
+        self.tokens: dict[str, dict[str, int]] = {}
+
+    def put(self, message: dict[str, Any]) -> str:
+        key = message_key(message)
+        if key not in self.messages:
+            self.messages[key] = message
+        return key
+
+    def get(self, key: str) -> dict[str, Any]:
+        return self.messages[key]
+
+    def put_list(self, keys: list[str] | tuple[str, ...]) -> int:
+        tup = tuple(keys)
+        found = self._list_ids.get(tup)
+        if found is not None:
+            return found
+        self.lists.append(tup)
+        self._list_ids[tup] = len(self.lists) - 1
+        return len(self.lists) - 1
+
+    def put_messages(self, messages: list[dict[str, Any]]) -> int:
+        return self.put_list([self.put(m) for m in messages])
+
+    def get_list(self, list_id: int) -> tuple[str, ...]:
+        return self.lists[list_id]
+
+    def materialise(self, list_id: int) -> list[dict[str, Any]]:
+        return [self.messages[k] for k in self.lists[list_id]]
+
+
+@dataclass
+class Fault:
+    """Something an engine (or the host around it) did wrong, recorded as data."""
+
+    kind: str  # exception | timeout | invalid_return | mutated_input | refused | host_error
+    message: str
+    traceback: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "traceback": self.traceback}
+
+
+@dataclass
+class Event:
+    """One hook call (or host marker), with inputs, outputs and the engine state after it.
+
+    ``args``/``result`` hold JSON-able small values; message lists appear as ``{"$list": id}``
+    and single messages as ``{"$msg": key}``.
+    """
+
+    index: int
+    kind: str
+    turn: int | None = None
+    request: int | None = None
+    t: float = 0.0
+    duration: float = 0.0
+    args: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+    state: tuple[int, ...] | None = None
+    status: dict[str, Any] | None = None
+    fault: Fault | None = None
+    thread: str | None = None
+    note: str | None = None
+
+
+@dataclass
+class CacheInfo:
+    """The simulated prompt-cache outcome of one request."""
+
+    read: int = 0
+    write: int = 0
+    uncached: int = 0
+    break_index: int | None = None  # first message index of the request not served from cache
+    reason: str = ""  # words, e.g. "prefix broke at message 4 (compress at event 812)"
+    reason_kind: str = ""  # cold | ttl | below_minimum | prefix_break | hit | disabled
+    cause_event: int | None = None
+    block_tokens: list[int] = field(default_factory=list)  # tokens per request block (system, msgs...)
+    cost: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Request:
+    """One simulated (or live) provider call: what the engine made the model see."""
+
+    index: int
+    turn: int
+    call: int  # provider call number within the turn
+    event: int  # index of the EV_REQUEST marker event
+    assembled: int  # list id: system + history + incoming, before select_context
+    selected: int  # list id: what is sent (== assembled when the engine changed nothing)
+    selected_by_engine: bool = False
+    tools: int | None = None  # list id of tool schemas sent? (schemas are stored as messages-like dicts)
+    tokens: dict[str, int] = field(default_factory=dict)  # {"tiktoken": n, "rough": n, "tools": n}
+    usage: dict[str, int] = field(default_factory=dict)  # synthesised Hermes usage dict
+    recorded: dict[str, int] | None = None  # recorded usage from the transcript, same shape
+    cache: CacheInfo = field(default_factory=CacheInfo)
+    timestamp: float | None = None
+    response_key: str | None = None  # the assistant message this call produced
+
+
+@dataclass
+class Mark:
+    """A user's bookmark or note, saved inside the trace file."""
+
+    event: int
+    label: str = ""
+    note: str = ""
+
+
+class Trace:
+    """One run of one engine over one session. Built by the host, then read-only."""
+
+    def __init__(self, meta: dict[str, Any] | None = None) -> None:
+        self.meta: dict[str, Any] = meta or {}
+        self.store = MessageStore()
+        self.events: list[Event] = []
+        self.requests: list[Request] = []
+        self.marks: list[Mark] = []
+        self.tool_schemas: list[dict[str, Any]] = []
+        self._finished = False
+        self._request_at: list[int] = []
+        self._turn_starts: list[int] = []
+        self._compress_events: list[int] = []
+        self._fault_events: list[int] = []
+        self._miss_events: list[int] = []
+        self._state_at: list[tuple[int, ...]] = []
+
+    # -- building --------------------------------------------------------------------
+    def add_event(self, event: Event) -> Event:
+        event.index = len(self.events)
+        self.events.append(event)
+        self._finished = False
+        return event
+
+    def finish(self) -> Trace:
+        """Build the per-event lookup arrays. Idempotent; cheap enough to call after each live turn."""
+        req = -1
+        state: tuple[int, ...] = (0,) * len(STATE_FIELDS)
+        self._request_at = []
+        self._state_at = []
+        self._turn_starts = []
+        self._compress_events = []
+        self._fault_events = []
+        self._miss_events = []
+        for ev in self.events:
+            if ev.request is not None:
+                req = ev.request
+            if ev.state is not None:
+                state = ev.state
+            self._request_at.append(req)
+            self._state_at.append(state)
+            if ev.kind == EV_TURN:
+                self._turn_starts.append(ev.index)
+            elif ev.kind == EV_COMPRESS:
+                self._compress_events.append(ev.index)
+            if ev.fault is not None:
+                self._fault_events.append(ev.index)
+            if ev.kind == EV_REQUEST and ev.request is not None:
+                info = self.requests[ev.request].cache
+                if info.reason_kind not in ("hit", "disabled", ""):
+                    self._miss_events.append(ev.index)
+        self._finished = True
+        return self
+
+    def _ensure(self) -> None:
+        if not self._finished:
+            self.finish()
+
+    # -- queries ---------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def clamp(self, k: int) -> int:
+        return max(0, min(k, len(self.events) - 1)) if self.events else 0
+
+    def request_at(self, k: int) -> Request | None:
+        """The request in force at event k: the latest provider call at or before k."""
+        self._ensure()
+        if not self.events:
+            return None
+        idx = self._request_at[self.clamp(k)]
+        return self.requests[idx] if idx >= 0 else None
+
+    def state_at(self, k: int) -> dict[str, int]:
+        """The engine's token attributes after event k."""
+        self._ensure()
+        if not self.events:
+            return dict.fromkeys(STATE_FIELDS, 0)
+        return dict(zip(STATE_FIELDS, self._state_at[self.clamp(k)]))
+
+    def status_at(self, k: int) -> dict[str, Any] | None:
+        """``get_status()`` as last recorded at or before event k."""
+        for i in range(self.clamp(k), -1, -1):
+            if self.events and self.events[i].status is not None:
+                return self.events[i].status
+        return None
+
+    def turn_at(self, k: int) -> int | None:
+        if not self.events:
+            return None
+        return self.events[self.clamp(k)].turn
+
+    def _next(self, indices: list[int], k: int) -> int | None:
+        self._ensure()
+        pos = bisect.bisect_right(indices, k)
+        return indices[pos] if pos < len(indices) else None
+
+    def _prev(self, indices: list[int], k: int) -> int | None:
+        self._ensure()
+        pos = bisect.bisect_left(indices, k)
+        return indices[pos - 1] if pos > 0 else None
+
+    def next_turn(self, k: int) -> int | None:
+        return self._next(self._turn_starts, k)
+
+    def prev_turn(self, k: int) -> int | None:
+        return self._prev(self._turn_starts, k)
+
+    def next_compression(self, k: int) -> int | None:
+        return self._next(self._compress_events, k)
+
+    def prev_compression(self, k: int) -> int | None:
+        return self._prev(self._compress_events, k)
+
+    def next_fault(self, k: int) -> int | None:
+        return self._next(self._fault_events, k)
+
+    def next_cache_miss(self, k: int) -> int | None:
+        return self._next(self._miss_events, k)
+
+    def turn_event(self, turn: int) -> int | None:
+        """Event index where turn ``turn`` starts."""
+        self._ensure()
+        for idx in self._turn_starts:
+            if self.events[idx].turn == turn:
+                return idx
+        return None
+
+    def last_compression_before(self, k: int) -> Event | None:
+        idx = self._prev(self._compress_events, k + 1)
+        return self.events[idx] if idx is not None else None
+
+    @property
+    def compress_events(self) -> list[int]:
+        self._ensure()
+        return list(self._compress_events)
+
+    @property
+    def fault_events(self) -> list[int]:
+        self._ensure()
+        return list(self._fault_events)
+
+    @property
+    def turn_count(self) -> int:
+        self._ensure()
+        return len(self._turn_starts)
+
+    def request_messages(self, request: Request, *, selected: bool = True) -> list[dict[str, Any]]:
+        return self.store.materialise(request.selected if selected else request.assembled)
+
+    def message_tokens(self, key: str, tokenizer: str = "tiktoken") -> int:
+        return self.store.tokens.get(key, {}).get(tokenizer, 0)
