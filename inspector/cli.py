@@ -1,0 +1,60 @@
+"""``context-inspector``: the window by default, headless subcommands for everything else.
+
+Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)`` and
+``run(args) -> int``; this file only dispatches, so adding a command never touches another's code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS: dict[str, str] = {
+    "replay": "inspector.host.cli",
+    "sessions": "inspector.sessions.cli",
+    "engines": "inspector.engines.cli_engines",
+    "doctor": "inspector.engines.cli_doctor",
+    "compare": "inspector.compare.cli",
+    "follow": "inspector.live.cli_follow",
+}
+
+
+def _gui_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="context-inspector",
+        description="Debugger for LLM agent context engines. With no arguments, opens the bundled demo. "
+        f"Subcommands: {', '.join(COMMANDS)} (see `context-inspector <command> --help`).",
+    )
+    parser.add_argument("file", nargs="?", help="session, Hermes state.db[#session] or saved trace to open")
+    parser.add_argument("--engine", action="append", default=[], help="engine to replay with (repeat to compare)")
+    parser.add_argument("--config", help="config.yaml to use (Hermes keys + inspector section)")
+    parser.add_argument("--plugin-dir", action="append", default=[], help="extra plugin directory")
+    parser.add_argument("--screenshot", metavar="OUT.png", help="render the window offscreen to a PNG and exit")
+    parser.add_argument("--cursor", type=int, default=None, help="event index to select (with --screenshot)")
+    parser.add_argument("--panel", help="with --screenshot: grab only this panel")
+    parser.add_argument("--size", default="1600x1000", help="window size WxH for --screenshot")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in COMMANDS:
+        name = argv.pop(0)
+        module = importlib.import_module(COMMANDS[name])
+        parser = argparse.ArgumentParser(prog=f"context-inspector {name}", description=module.HELP)
+        module.add_arguments(parser)
+        args = parser.parse_args(argv)
+        try:
+            return int(module.run(args) or 0)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
+    args = _gui_parser().parse_args(argv)
+    from inspector.ui.app import run_gui
+
+    return run_gui(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
