@@ -1,0 +1,170 @@
+"""``context-inspector replay``: run engines over a session headlessly and print what happened."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+HELP = "Replay a session through one or more context engines and print a per-turn table."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", help="transcript file, Hermes state.db[#session id], or a saved trace")
+    parser.add_argument("--engine", action="append", default=[], help="engine name (repeat for side by side)")
+    parser.add_argument("--config", help="config.yaml (Hermes keys + inspector section)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config value, e.g. compression.threshold=0.6")
+    parser.add_argument("--plugin-dir", action="append", default=[], help="extra plugin directory")
+    parser.add_argument("--format", help="transcript format (skip detection)")
+    parser.add_argument("--session-id", help="session to load from a multi-session source")
+    parser.add_argument("--out", help="write the trace here (.json or .json.gz); with several engines, one per engine")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def _progress(label: str, quiet: bool):
+    if quiet:
+        return None
+    state = {"last": -1}
+
+    def report(done: int, total: int) -> None:
+        pct = int(done * 100 / total) if total else 100
+        if pct != state["last"] and (pct % 5 == 0 or done == total):
+            state["last"] = pct
+            sys.stderr.write(f"\r{label}: turn {done}/{total} ({pct}%)")
+            if done == total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    return report
+
+
+def run_engines(session: Any, names: list[str], config: dict, plugin_dirs: list[str], quiet: bool = True) -> list:
+    """Load each engine fresh (engines are stateful) and replay; returns traces in order."""
+    from inspector.engines.discovery import load_engine
+    from inspector.host.replay import replay
+
+    traces = []
+    for name in names:
+        loaded = load_engine(name, config, plugin_dirs=plugin_dirs)
+        traces.append(replay(session, loaded, config, progress=_progress(name, quiet), label=name))
+    return traces
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def print_turn_table(traces: list, names: list[str], out=sys.stdout) -> None:
+    from inspector.trace.summary import per_turn_rows
+
+    tables = [{r["turn"]: r for r in per_turn_rows(t)} for t in traces]
+    turns = sorted(set().union(*[set(t) for t in tables])) if tables else []
+    if len(traces) == 1:
+        header = ["turn", "req", "prompt(tok)", "rough", "recorded", "threshold", "comp#", "cache rd", "cache wr",
+                  "faults", "miss reason"]
+        rows = []
+        for turn in turns:
+            r = tables[0][turn]
+            rows.append([turn, r["requests"], r.get("prompt"), r.get("rough"), r.get("recorded"), r.get("threshold"),
+                         r.get("compression_count"), r["cache_read"], r["cache_write"], r["faults"], r["miss"][:70]])
+    else:
+        header = ["turn"]
+        for n in names:
+            header += [f"{n}:prompt", f"{n}:comp#", f"{n}:cache rd"]
+        rows = []
+        for turn in turns:
+            row: list[Any] = [turn]
+            for table in tables:
+                r = table.get(turn, {})
+                row += [r.get("prompt"), r.get("compression_count"), r.get("cache_read")]
+            rows.append(row)
+    _print_table(header, rows, out)
+
+
+def _print_table(header: list[str], rows: list[list[Any]], out) -> None:
+    cells = [[_fmt(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
+    last = len(header) - 1
+    out.write("  ".join(h.ljust(w) if i == last else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))) + "\n")
+    for r in cells:
+        out.write("  ".join(c.ljust(w) if i == last else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) + "\n")
+
+
+def print_summary(traces: list, names: list[str], out=sys.stdout) -> None:
+    from inspector.trace.summary import SUMMARY_ROWS, summarise
+
+    sums = [summarise(t) for t in traces]
+    header = ["summary"] + names
+    rows = []
+    for key, label, _ in SUMMARY_ROWS:
+        vals = [s.get(key) for s in sums]
+        if key == "hit_rate":
+            vals = [f"{v * 100:.1f}%" for v in vals]
+        rows.append([label] + vals)
+    out.write("\n")
+    _print_table(header, rows, out)
+
+
+def run(args: argparse.Namespace) -> int:
+    from inspector.config import ConfigError, load_config, parse_set_option
+    from inspector.engines.discovery import EngineLoadError
+    from inspector.sessions import load_session
+    from inspector.sessions.model import ReaderError
+
+    try:
+        config = load_config(args.config, parse_set_option(args.set))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
+    names = args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]
+    try:
+        session = load_session(args.session, format=args.format, session_id=args.session_id)
+    except ReaderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {args.session}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    for warning in session.warnings[:20]:
+        print(f"warning: {warning}", file=sys.stderr)
+    try:
+        traces = run_engines(session, names, config, plugin_dirs, quiet=args.quiet or args.json)
+    except EngineLoadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.out:
+        from inspector.trace.io import save_trace
+
+        for name, trace in zip(names, traces):
+            path = args.out if len(traces) == 1 else _per_engine_path(args.out, name)
+            save_trace(trace, path)
+            if not args.json:
+                print(f"trace written: {path}", file=sys.stderr)
+    if args.json:
+        from inspector.trace.summary import per_turn_rows, summarise
+
+        json.dump({"session": {"id": session.id, "format": session.source_format, "turns": len(session.turns)},
+                   "runs": [{"engine": n, "summary": summarise(t), "turns": per_turn_rows(t)}
+                            for n, t in zip(names, traces)]}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print_turn_table(traces, names)
+    print_summary(traces, names)
+    return 0
+
+
+def _per_engine_path(out: str, name: str) -> str:
+    for suffix in (".json.gz", ".json"):
+        if out.endswith(suffix):
+            return out[: -len(suffix)] + f".{name}" + suffix
+    return f"{out}.{name}"

@@ -1,0 +1,198 @@
+"""Calling engine code without letting it take the inspector down.
+
+Hermes runs ``compress`` on a pooled daemon thread with a timeout and discards a late result;
+every other hook runs inline. The inspector does the same, and adds a watchdog for inline hooks
+so an engine stuck in a Python loop is interrupted (recorded as a timeout fault) instead of
+freezing a replay. A hook blocked inside one C call cannot be interrupted by anything in
+Python; the replay runs on a worker thread, so the window stays responsive and Cancel abandons it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any
+
+from inspector.trace.model import Fault
+
+
+class HookTimeout(BaseException):
+    """Raised asynchronously inside a hook that ran past its deadline.
+
+    A BaseException so an engine's ``except Exception`` cannot swallow it.
+    """
+
+
+@dataclass
+class CallOutcome:
+    value: Any = None
+    fault: Fault | None = None
+    duration: float = 0.0
+    thread: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.fault is None
+
+
+def exception_fault(exc: BaseException, kind: str = "exception") -> Fault:
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return Fault(kind=kind, message=f"{type(exc).__name__}: {exc}", traceback=tb)
+
+
+class Watchdog:
+    """One long-lived thread that interrupts inline hook calls past their deadline."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active: dict[int, float] = {}  # thread id -> deadline (monotonic)
+        self._fired: set[int] = set()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="inspector-watchdog", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            now = time.monotonic()
+            with self._lock:
+                late = [tid for tid, deadline in self._active.items() if now >= deadline and tid not in self._fired]
+                for tid in late:
+                    self._fired.add(tid)
+            for tid in late:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(HookTimeout))
+
+    def arm(self, timeout: float) -> None:
+        with self._lock:
+            self._active[threading.get_ident()] = time.monotonic() + timeout
+            self._fired.discard(threading.get_ident())
+        self._ensure_thread()
+
+    def disarm(self) -> bool:
+        """Stop watching this thread; True if the watchdog fired for it."""
+        tid = threading.get_ident()
+        with self._lock:
+            self._active.pop(tid, None)
+            fired = tid in self._fired
+            self._fired.discard(tid)
+        if fired:
+            # The async exception may still be pending if it fired just as the hook returned;
+            # clear it so it cannot surface in host code.
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
+        return fired
+
+
+_WATCHDOG = Watchdog()
+
+
+def call_inline(fn: Callable[..., Any], *args: Any, timeout: float | None = None, **kwargs: Any) -> CallOutcome:
+    """Call a hook on this thread; exceptions and overruns become faults, never propagate."""
+    start = time.perf_counter()
+    armed = bool(timeout and timeout > 0)
+    try:
+        if armed:
+            _WATCHDOG.arm(timeout)  # type: ignore[arg-type]
+        try:
+            value = fn(*args, **kwargs)
+        finally:
+            fired = _WATCHDOG.disarm() if armed else False
+        if fired:
+            return CallOutcome(
+                fault=Fault("timeout", f"hook ran past {timeout:g} s and was interrupted; result discarded"),
+                duration=time.perf_counter() - start,
+                thread=threading.current_thread().name,
+            )
+        return CallOutcome(value=value, duration=time.perf_counter() - start, thread=threading.current_thread().name)
+    except HookTimeout:
+        return CallOutcome(
+            fault=Fault("timeout", f"hook ran past {timeout:g} s and was interrupted"),
+            duration=time.perf_counter() - start,
+            thread=threading.current_thread().name,
+        )
+    except Exception as exc:  # engine code: anything can happen
+        return CallOutcome(fault=exception_fault(exc), duration=time.perf_counter() - start, thread=threading.current_thread().name)
+
+
+class DaemonPool:
+    """A small pool of daemon threads with bounded admission, like Hermes' compress pool.
+
+    ``concurrent.futures.ThreadPoolExecutor`` joins its (non-daemon) workers at exit, so one
+    hung engine would keep the process alive; Hermes uses daemon workers for that reason.
+    """
+
+    def __init__(self, max_workers: int = 4, name: str = "compress-ctx-timeout") -> None:
+        self.max_workers = max_workers
+        self.name = name
+        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], Future] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._busy = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[[], Any]) -> Future | None:
+        """Queue ``fn``; None when all workers are busy (the caller skips, as Hermes does)."""
+        with self._lock:
+            if self._busy >= self.max_workers:
+                return None
+            self._busy += 1
+            if len(self._threads) < self._busy:
+                t = threading.Thread(target=self._work, name=f"{self.name}_{len(self._threads)}", daemon=True)
+                self._threads.append(t)
+                t.start()
+        fut: Future = Future()
+        self._queue.put((fn, fut))
+        return fut
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            fn, fut = item
+            try:
+                if fut.set_running_or_notify_cancel():
+                    try:
+                        fut.set_result(fn())
+                    except BaseException as exc:  # noqa: BLE001 - handed to the waiting host
+                        fut.set_exception(exc)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+
+
+COMPRESS_POOL = DaemonPool()
+
+
+def call_on_pool(fn: Callable[[], Any], timeout: float | None) -> CallOutcome:
+    """Run ``fn`` on a pooled daemon thread and wait at most ``timeout`` seconds."""
+    start = time.perf_counter()
+    holder: dict[str, str] = {}
+
+    def job() -> Any:
+        holder["thread"] = threading.current_thread().name
+        return fn()
+
+    fut = COMPRESS_POOL.submit(job)
+    if fut is None:
+        return CallOutcome(fault=Fault("refused", "all 4 compression workers are busy; no compression this cycle"))
+    try:
+        value = fut.result(timeout=timeout if timeout and timeout > 0 else None)
+    except FutureTimeout:
+        return CallOutcome(
+            fault=Fault("timeout", f"compress did not finish within {timeout:g} s; the result will be discarded"),
+            duration=time.perf_counter() - start,
+            thread=holder.get("thread", ""),
+        )
+    except Exception as exc:
+        return CallOutcome(fault=exception_fault(exc), duration=time.perf_counter() - start, thread=holder.get("thread", ""))
+    return CallOutcome(value=value, duration=time.perf_counter() - start, thread=holder.get("thread", ""))

@@ -1,0 +1,935 @@
+"""The agent loop around one engine, calling every hook the way Hermes does.
+
+The order and arguments follow hermes-host.md §2-§4 and §9 (the [M] host: ``select_context``
+at assembly, pre-API gate on the selected list, compression on a pooled daemon thread over a
+private deep copy with a timeout, the ``-1`` sentinel, ``on_turn_complete``). Every call becomes
+a trace event with its inputs, outputs, duration, the engine's token attributes and
+``get_status()`` after it, and any fault. The loop is incremental (``play_turn``) so replay and
+live sessions share it.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import threading
+import time
+from typing import Any
+
+from inspector.engines.contract import engine_overrides_hook
+from inspector.host.guard import CallOutcome, call_inline, call_on_pool
+from inspector.host.responders import ProviderResponse, Responder
+from inspector.host.shaping import (
+    drop_orphan_tool_results,
+    sanitize_message,
+    shape_message,
+    validate_messages,
+    validate_selection,
+)
+from inspector.sessions.model import Usage
+from inspector.tokens.rough import (
+    estimate_messages_tokens_rough,
+    estimate_request_tokens_rough,
+    estimate_tools_tokens_rough,
+    message_rough_chars,
+    rough_from_chars,
+)
+from inspector.trace.model import (
+    EV_COMPRESS,
+    EV_DEFER,
+    EV_FAULT,
+    EV_NOTE,
+    EV_PLUGIN_HOOK,
+    EV_PRUNE,
+    EV_REQUEST,
+    EV_RESPONSE,
+    EV_SELECT,
+    EV_SESSION_END,
+    EV_SESSION_START,
+    EV_SHOULD,
+    EV_SHOULD_INFO,
+    EV_TOOL,
+    EV_TOOL_SCHEMAS,
+    EV_TURN,
+    EV_TURN_COMPLETE,
+    EV_UPDATE_MODEL,
+    STATE_FIELDS,
+    CacheInfo,
+    Event,
+    Fault,
+    Request,
+    Trace,
+)
+
+SUMMARY_PREFIXES = ("[CONTEXT COMPACTION", "[CONTEXT SUMMARY]", "[PRIOR CONTEXT")
+CONTINUE_MARKER = (
+    "Continue from the compressed conversation context above. "
+    "This marker exists because no human user turn was available."
+)
+MIN_CONTEXT_LENGTH = 64_000
+# Fields Hermes restores when a compression attempt is cancelled by its timeout.
+TIMEOUT_RESTORE_FIELDS = (
+    "_previous_summary",
+    "compression_count",
+    "_ineffective_compression_count",
+    "_fallback_compression_streak",
+    "_summary_failure_cooldown_until",
+    "_last_summary_error",
+    "summary_model",
+)
+
+HOST_DIFFERENCES = [
+    "Provider calls are simulated: the transcript's assistant and tool messages are replayed as recorded "
+    "(teacher forcing); what changes with the engine is the history and the request the provider would have seen.",
+    "Usage passed to update_from_response is synthesised from tokenizer counts of the request the engine produced "
+    "(plus tool schemas) and of the recorded completion, with cache read/write from the cache simulator; "
+    "the transcript's recorded usage is kept beside it.",
+    "No SessionDB: compaction is emulated in place (on_session_end, then on_session_start with "
+    "boundary_reason='compression'); no session rotation, no durable cooldowns or locks.",
+    "No memory provider, todo store, MoA or ephemeral system prompt; the system prompt never changes on compaction.",
+    "Engine tool calls found in the transcript are dispatched to the engine; the transcript's recorded result "
+    "stays in the history and the engine's result is recorded beside it.",
+    "Compaction summaries written by the original agent are not replayed into the history; they appear as markers.",
+    "Inline hooks run under a watchdog (inspector.hook_timeout_seconds); Hermes has no such timeout.",
+]
+
+
+def _clone(value: Any) -> Any:
+    """Hermes' structural clone: dicts and lists copied recursively, scalar leaves shared."""
+    if isinstance(value, dict):
+        return {k: _clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clone(v) for v in value]
+    return value
+
+
+def _as_int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """Small JSON-safe rendering of a hook argument or result for the trace."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if depth > 6:
+        return repr(value)[:200]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, depth + 1) for v in value]
+    return repr(value)[:500]
+
+
+def supported_compress_kwargs(fn: Any, candidates: dict[str, Any]) -> dict[str, Any]:
+    """Hermes' signature filter (§4.1): pass only what ``compress`` declares, all with **kwargs."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return {"current_tokens": candidates.get("current_tokens")}
+    params = sig.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(candidates)
+    return {k: v for k, v in candidates.items() if k in params}
+
+
+def is_real_user(message: dict[str, Any]) -> bool:
+    if message.get("role") != "user" or message.get("_compressed_summary") or message.get("_todo_snapshot_synthetic"):
+        return False
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content) if content else ""
+    text = text.strip()
+    return bool(text) and not text.startswith(SUMMARY_PREFIXES)
+
+
+class HostSettings:
+    """What the host needs from config.yaml, read once."""
+
+    def __init__(self, config: dict[str, Any], *, model: str | None = None) -> None:
+        model_cfg = config.get("model", {}) or {}
+        comp = config.get("compression", {}) or {}
+        insp = config.get("inspector", {}) or {}
+        self.model = model or str(model_cfg.get("default") or model_cfg.get("model") or "")
+        self.provider = str(model_cfg.get("provider") or "")
+        self.base_url = str(model_cfg.get("base_url") or "")
+        self.api_mode = str(model_cfg.get("api_mode") or "")
+        self.context_length = _as_int(model_cfg.get("context_length")) or 128_000
+        self.compression_enabled = str(comp.get("enabled", True)).lower() not in ("false", "0", "no", "off", "")
+        self.max_attempts = max(1, min(10, _as_int(comp.get("max_attempts", 3)) or 3))
+        self.model_thresholds = dict(comp.get("model_thresholds") or {})
+        timeout = comp.get("context_timeout_seconds", 120)
+        self.compress_timeout = float(timeout) if timeout is not None else 120.0
+        self.hook_timeout = float(insp.get("hook_timeout_seconds", 30) or 0)
+        self.platform = "cli"
+
+
+class Host:
+    """One engine, one session: the Hermes agent loop, recording a trace."""
+
+    def __init__(
+        self,
+        engine: Any,
+        config: dict[str, Any],
+        *,
+        session_id: str,
+        system_prompt: str | None,
+        session_tools: list[dict[str, Any]] | None = None,
+        counter: Any,
+        simulator: Any = None,
+        trace: Trace | None = None,
+        plugin_manager: Any = None,
+        engine_is_builtin: bool = False,
+        hermes_home: str = "",
+        model: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.config = config
+        self.settings = HostSettings(config, model=model)
+        self.session_id = session_id
+        self.counter = counter
+        self.simulator = simulator
+        self.trace = trace or Trace()
+        self.store = self.trace.store
+        self.plugin_manager = plugin_manager
+        self.engine_is_builtin = engine_is_builtin
+        self.hermes_home = hermes_home
+        self.history: list[dict[str, Any]] = []
+        self.system_message = {"role": "system", "content": system_prompt} if system_prompt else None
+        self.tools: list[dict[str, Any]] = [t for t in (session_tools or []) if isinstance(t, dict)]
+        self.engine_tool_names: set[str] = set()
+        self.turn = -1
+        self._t0 = time.perf_counter()
+        self._status_prev: dict[str, Any] | None = None
+        self._status_failed = False
+        self._form_cache: dict[int, tuple[dict, dict, dict, str]] = {}
+        self._system_key: str | None = None
+        self._system_forms: tuple[dict, dict, str] | None = None
+        self._last_usage: dict[str, int] | None = None
+        self._anchor: tuple[int, int] | None = None  # (real prompt tokens, history length then)
+        self._prev_selected: tuple[str, ...] = ()
+        self._events_since_request: list[Event] = []
+        self._tools_key = ""
+        self._tools_tokens = 0
+        self._tools_rough = 0
+        self._compress_attempts = 0
+        self._turn_user: dict[str, Any] | None = None
+        self._turn_calls = 0
+        self._overrides = {
+            name: engine_overrides_hook(engine, name)
+            for name in (
+                "select_context",
+                "on_turn_complete",
+                "should_compress_info",
+                "prune_tool_results_only",
+                "should_defer_preflight_to_real_usage",
+            )
+        }
+
+    # -- recording -------------------------------------------------------------------
+    def _now(self) -> float:
+        return time.perf_counter() - self._t0
+
+    def _state(self) -> tuple[int, ...]:
+        return tuple(_as_int(getattr(self.engine, name, 0)) for name in STATE_FIELDS)
+
+    def _status(self) -> dict[str, Any] | None:
+        if self._status_failed:
+            return self._status_prev
+        try:
+            status = self.engine.get_status()
+        except Exception as exc:  # recorded once; a broken get_status must not flood the trace
+            self._status_failed = True
+            self._add(Event(index=0, kind=EV_FAULT, turn=self.turn, t=self._now(),
+                            fault=Fault("exception", f"get_status() raised {type(exc).__name__}: {exc}")))
+            return self._status_prev
+        if not isinstance(status, dict):
+            status = {"value": _jsonable(status)}
+        if status == self._status_prev:
+            return self._status_prev
+        self._status_prev = _jsonable(status)
+        return self._status_prev
+
+    def _add(self, event: Event) -> Event:
+        self.trace.add_event(event)
+        self._events_since_request.append(event)
+        return event
+
+    def _call(
+        self,
+        kind: str,
+        fn: Any,
+        *args: Any,
+        record_args: dict[str, Any] | None = None,
+        request: int | None = None,
+        on_pool: bool = False,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> tuple[Event, CallOutcome]:
+        """Call an engine hook under guard and record it as an event."""
+        t = self._now()
+        if on_pool:
+            outcome = call_on_pool(lambda: fn(*args, **kwargs), timeout)
+        else:
+            outcome = call_inline(fn, *args, timeout=self.settings.hook_timeout if timeout is None else timeout, **kwargs)
+        event = Event(
+            index=0,
+            kind=kind,
+            turn=self.turn if self.turn >= 0 else None,
+            request=request,
+            t=t,
+            duration=outcome.duration,
+            args=record_args or {},
+            fault=outcome.fault,
+            thread=outcome.thread,
+        )
+        event.state = self._state()
+        event.status = self._status()
+        self._add(event)
+        return event, outcome
+
+    def note(self, text: str, **args: Any) -> Event:
+        ev = Event(index=0, kind=EV_NOTE, turn=self.turn if self.turn >= 0 else None, t=self._now(), note=text, args=args)
+        ev.state = self._state()
+        return self._add(ev)
+
+    def fault(self, kind: str, message: str, **args: Any) -> Event:
+        ev = Event(index=0, kind=EV_FAULT, turn=self.turn if self.turn >= 0 else None, t=self._now(),
+                   fault=Fault(kind, message), args=args)
+        ev.state = self._state()
+        return self._add(ev)
+
+    def _list_ref(self, messages: list[dict[str, Any]]) -> dict[str, int]:
+        return {"$list": self.store.put_messages(messages)}
+
+    def _fire_plugin_hook(self, name: str, **kwargs: Any) -> None:
+        pm = self.plugin_manager
+        if pm is None or not getattr(pm, "_hooks", None) or not pm._hooks.get(name):
+            return
+        ev, out = self._call(EV_PLUGIN_HOOK, pm.invoke_hook, name, record_args={"hook": name}, **kwargs)
+        ev.result = _jsonable(out.value) if out.ok else None
+
+    # -- per-message forms, cached per history object ------------------------------------
+    def _forms(self, message: dict[str, Any]) -> tuple[dict, dict, str]:
+        entry = self._form_cache.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1], entry[2], entry[3]
+        shaped = shape_message(message)
+        wire = sanitize_message(shaped)
+        key = self.store.put(wire)
+        self._count(key, wire)
+        self._form_cache[id(message)] = (message, shaped, wire, key)
+        return shaped, wire, key
+
+    def _count(self, key: str, wire: dict[str, Any]) -> None:
+        if key in self.store.tokens:
+            return
+        chars, images = message_rough_chars(wire)
+        self.store.tokens[key] = {
+            "tiktoken": self.counter.count_message(wire, key=key),
+            "rough_chars": chars,
+            "images": images,
+        }
+
+    def _system(self) -> tuple[dict, dict, str] | None:
+        if self.system_message is None:
+            return None
+        if self._system_forms is None:
+            shaped = dict(self.system_message)
+            wire = sanitize_message(shaped)
+            key = self.store.put(wire)
+            self._count(key, wire)
+            self._system_forms = (shaped, wire, key)
+        return self._system_forms
+
+    # -- session lifecycle ---------------------------------------------------------------
+    def start(self) -> bool:
+        """Hermes' agent construction (§2.2, §13.1). False when the host must stop (as Hermes would)."""
+        engine = self.engine
+        s = self.settings
+        if not self.engine_is_builtin:
+            if s.model_thresholds:
+                try:
+                    engine.model_thresholds = dict(s.model_thresholds)
+                except Exception as exc:
+                    self.fault("exception", f"setting model_thresholds failed: {exc}")
+            ev, out = self._call(
+                EV_UPDATE_MODEL, engine.update_model,
+                record_args={"model": s.model, "context_length": s.context_length, "base_url": s.base_url,
+                             "provider": s.provider, "api_mode": s.api_mode, "model_thresholds": _jsonable(s.model_thresholds)},
+                model=s.model, context_length=s.context_length, base_url=s.base_url, api_key="",
+                provider=s.provider, api_mode=s.api_mode,
+            )
+        else:
+            ev = self.note(
+                "built-in compressor constructed from config (Hermes does not call update_model at init for it)",
+                model=s.model, context_length=s.context_length,
+            )
+            ev.status = self._status()
+        bind = getattr(engine, "bind_session_state", None)
+        if callable(bind):
+            self._call("bind_session_state", bind, record_args={"session_id": self.session_id},
+                       session_db=None, session_id=self.session_id)
+        ctx = _as_int(getattr(engine, "context_length", 0))
+        if ctx and ctx < MIN_CONTEXT_LENGTH:
+            self.fault("host_error", f"context_length {ctx} is below Hermes' minimum of {MIN_CONTEXT_LENGTH}; "
+                       "Hermes refuses to start an agent with this engine, so the replay stops here.")
+            return False
+        ev, out = self._call(EV_TOOL_SCHEMAS, engine.get_tool_schemas)
+        self._inject_tools(ev, out)
+        self._call(
+            EV_SESSION_START, engine.on_session_start, self.session_id,
+            record_args={"session_id": self.session_id, "platform": s.platform, "model": s.model,
+                         "context_length": ctx, "hermes_home": self.hermes_home},
+            hermes_home=self.hermes_home, platform=s.platform, model=s.model, context_length=ctx, conversation_id=None,
+        )
+        self._refresh_tools()
+        return True
+
+    def _inject_tools(self, ev: Event, out: CallOutcome) -> None:
+        """Normalise and add engine tool schemas (§9): bare or wrapped, deduplicated by name."""
+        if not out.ok:
+            return
+        schemas = out.value
+        if schemas is None:
+            schemas = []
+        if not isinstance(schemas, list):
+            ev.fault = Fault("invalid_return", f"get_tool_schemas returned {type(schemas).__name__}, expected a list")
+            return
+        existing = {(t.get("function") or t).get("name") for t in self.tools if isinstance(t, dict)}
+        added, skipped = [], []
+        for schema in schemas:
+            fn = schema.get("function") if isinstance(schema, dict) and schema.get("type") == "function" else schema
+            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                skipped.append(repr(schema)[:120])
+                continue
+            if fn["name"] in existing:
+                skipped.append(f"{fn['name']} (duplicate)")
+                continue
+            self.tools.append({"type": "function", "function": fn})
+            self.engine_tool_names.add(fn["name"])
+            existing.add(fn["name"])
+            added.append(fn["name"])
+        ev.result = {"added": added, "skipped": skipped}
+        self.trace.tool_schemas = list(self.tools)
+        if skipped and any("duplicate" not in s for s in skipped):
+            ev.fault = Fault("invalid_return", "schemas without a string name were skipped: " + "; ".join(skipped))
+
+    def _refresh_tools(self) -> None:
+        self.trace.tool_schemas = list(self.tools)
+        self._tools_key = self.store.put({"role": "tools", "tools": self.tools}) if self.tools else ""
+        self._tools_tokens = self.counter.count_tools(self.tools) if self.tools else 0
+        self._tools_rough = estimate_tools_tokens_rough(self.tools)
+
+    def end(self) -> Trace:
+        self.turn = self.turn if self.turn >= 0 else -1
+        self._fire_plugin_hook("on_session_end", session_id=self.session_id, completed=True, interrupted=False,
+                               model=self.settings.model, platform=self.settings.platform)
+        self._call(
+            EV_SESSION_END, self.engine.on_session_end, self.session_id, list(self.history),
+            record_args={"session_id": self.session_id, "messages": self._list_ref(self.history)},
+        )
+        return self.trace.finish()
+
+    # -- a turn ------------------------------------------------------------------------
+    def play_turn(self, inputs: list[dict[str, Any]], responder: Responder, *, timestamp: float | None = None) -> None:
+        """One user turn: append the inputs, preflight, then provider calls until the responder stops."""
+        self.turn += 1
+        self._compress_attempts = 0
+        self._turn_calls = 0
+        self._last_usage = None
+        user = next((m for m in inputs if m.get("role") == "user"), None)
+        self._turn_user = user
+        ev = Event(index=0, kind=EV_TURN, turn=self.turn, t=self._now(),
+                   args={"inputs": self._list_ref(inputs) if inputs else None, "timestamp": timestamp})
+        ev.state = self._state()
+        self._add(ev)
+        self.history.extend(inputs)
+        self._fire_plugin_hook("pre_llm_call", session_id=self.session_id, user_message=_jsonable(user),
+                               conversation_history=None, is_first_turn=self.turn == 0,
+                               model=self.settings.model, platform=self.settings.platform)
+        self._preflight()
+        last_assistant = None
+        while True:
+            pending = responder.pending_inputs()
+            if pending:
+                self.history.extend(pending)
+            response = self._request_cycle(responder)
+            if response is None:
+                break
+            last_assistant = response.message
+        self._fire_plugin_hook("post_llm_call", session_id=self.session_id, user_message=_jsonable(user),
+                               assistant_response=_jsonable(last_assistant), model=self.settings.model,
+                               platform=self.settings.platform)
+        if self._overrides["on_turn_complete"]:
+            clones = [_clone(m) for m in self.history]
+            ev, _ = self._call(
+                EV_TURN_COMPLETE, self.engine.on_turn_complete, clones,
+                record_args={"messages": self._list_ref(self.history), "usage": self._last_usage,
+                             "api_call_count": self._turn_calls},
+                usage=dict(self._last_usage) if self._last_usage else None,
+                turn_id=f"turn-{self.turn}", task_id=self.session_id, api_call_count=self._turn_calls,
+                interrupted=False, failed=False, turn_exit_reason="completed",
+            )
+
+    def _cooldown_active(self) -> bool:
+        getter = getattr(self.engine, "get_active_compression_failure_cooldown", None)
+        if not callable(getter):
+            return False
+        out = call_inline(getter, timeout=self.settings.hook_timeout)
+        return bool(out.value) if out.ok else False
+
+    def _defer(self, tokens: int) -> bool:
+        if not self._overrides["should_defer_preflight_to_real_usage"]:
+            return False
+        ev, out = self._call(EV_DEFER, self.engine.should_defer_preflight_to_real_usage, tokens,
+                             record_args={"rough_tokens": tokens})
+        ev.result = bool(out.value) if out.ok else None
+        return bool(out.value) if out.ok else False
+
+    def _should_compress(self, tokens: int, site: str) -> bool:
+        ev, out = self._call(EV_SHOULD, self.engine.should_compress, tokens,
+                             record_args={"prompt_tokens": tokens, "site": site})
+        if not out.ok:
+            return False
+        if not isinstance(out.value, bool):
+            ev.fault = Fault("invalid_return", f"should_compress returned {type(out.value).__name__}, expected bool; "
+                             "Hermes uses its truthiness")
+        ev.result = _jsonable(out.value)
+        return bool(out.value)
+
+    def _preflight(self) -> None:
+        """Turn-prologue preflight compression (§2.3)."""
+        if not self.settings.compression_enabled or not self.history:
+            return
+        e = self.engine
+        pf, pl = _as_int(getattr(e, "protect_first_n", 3)), _as_int(getattr(e, "protect_last_n", 6))
+        threshold = _as_int(getattr(e, "threshold_tokens", 0))
+        if not (len(self.history) > pf + pl + 1 or estimate_messages_tokens_rough(self.history) >= threshold):
+            return
+        system = self.system_message["content"] if self.system_message else ""
+        t = estimate_request_tokens_rough(self.history, system_prompt=system, tools=self.tools)
+        deferred = self._defer(t)
+        last = _as_int(getattr(e, "last_prompt_tokens", 0))
+        if not deferred and 0 <= last < t:
+            try:
+                e.last_prompt_tokens = t
+            except Exception:
+                pass
+        if deferred or self._cooldown_active():
+            return
+        if not self._should_compress(t, "preflight"):
+            return
+        for _ in range(3):
+            before_rows, before_t = len(self.history), t
+            self._compress(t, site="preflight")
+            t = estimate_request_tokens_rough(self.history, system_prompt=system, tools=self.tools)
+            if (len(self.history) == before_rows and t == before_t) or not self._should_compress(t, "preflight"):
+                break
+
+    def _assemble(self) -> tuple[list[dict], list[dict], list[str], list[str]]:
+        """(shaped request, wire request, wire keys, history keys) for the current history."""
+        shaped_list, wire_list, keys = [], [], []
+        system = self._system()
+        if system is not None:
+            shaped_list.append(system[0])
+            wire_list.append(system[1])
+            keys.append(system[2])
+        for msg in self.history:
+            shaped, wire, key = self._forms(msg)
+            shaped_list.append(shaped)
+            wire_list.append(wire)
+            keys.append(key)
+        return shaped_list, wire_list, keys, keys[1:] if system is not None else keys
+
+    def _select(self, shaped: list[dict], wire: list[dict], keys: list[str]) -> tuple[list[dict], list[str], bool]:
+        """``select_context`` with Hermes' skip check and validation table (§3)."""
+        if not self._overrides["select_context"]:
+            return wire, keys, False
+        request_arg = [dict(m) for m in shaped]
+        snapshot = list(request_arg)
+        shallow = [dict(m) for m in request_arg]
+        user = self._turn_user
+        incoming = _clone(user) if isinstance(user, dict) else user
+        conv = [_clone(m) for m in self.history]
+        ev, out = self._call(
+            EV_SELECT, self.engine.select_context, request_arg,
+            record_args={"request_messages": {"$list": self.store.put_list(keys)},
+                          "budget_tokens": _as_int(getattr(self.engine, "context_length", 0))},
+            conversation_messages=conv, incoming_message=incoming,
+            budget_tokens=_as_int(getattr(self.engine, "context_length", 0)) or 0,
+        )
+        mutated = len(request_arg) != len(snapshot) or any(a is not b or a != c for a, b, c in zip(request_arg, snapshot, shallow))
+        if not out.ok:
+            ev.result = None
+            ev.note = "select_context failed; using unmodified request messages (as Hermes does)"
+            return wire, keys, False
+        result = out.value
+        problem = validate_selection(result)
+        if problem:
+            ev.fault = Fault("invalid_return", problem + "; Hermes uses the unmodified request")
+            ev.result = _jsonable(type(result).__name__)
+            return wire, keys, False
+        if result is None:
+            if not mutated:
+                ev.result = None
+                return wire, keys, False
+            ev.fault = Fault("mutated_input", "select_context returned None but mutated request_messages in place; "
+                             "Hermes would send the mutated list")
+            result = request_arg
+        elif result is request_arg and mutated:
+            ev.note = "engine edited request_messages in place and returned it"
+        selected = [sanitize_message(m) for m in result]
+        selected, dropped = drop_orphan_tool_results(selected)
+        new_keys = [self.store.put(m) for m in selected]
+        for k, m in zip(new_keys, selected):
+            self._count(k, m)
+        ev.result = {"$list": self.store.put_list(new_keys)}
+        if dropped:
+            ev.note = f"host sanitiser dropped {len(dropped)} orphan tool result(s) from the selection"
+        if new_keys == keys:
+            return wire, keys, False
+        return selected, new_keys, True
+
+    def _pressure(self, keys: list[str]) -> tuple[int, int]:
+        """(rough pressure for the pre-API gate, tokenizer count) of a request by keys."""
+        chars = images = tik = 0
+        tokens = self.store.tokens
+        for k in keys:
+            t = tokens[k]
+            chars += t["rough_chars"]
+            images += t["images"]
+            tik += t["tiktoken"]
+        rough = rough_from_chars(chars, images) + self._tools_rough
+        if self._anchor is not None:
+            real, length = self._anchor
+            if length <= len(self.history):
+                delta = estimate_messages_tokens_rough(self.history[length:])
+                rough = real + delta
+        return rough, tik + self._tools_tokens + 3
+
+    def _request_cycle(self, responder: Responder) -> ProviderResponse | None:
+        """Assemble, select, gate, call the provider, feed usage, run tools. None = turn over."""
+        while True:
+            shaped, wire, keys, _ = self._assemble()
+            selected, sel_keys, by_engine = self._select(shaped, wire, keys)
+            pressure, tik = self._pressure(sel_keys)
+            s = self.settings
+            if (
+                s.compression_enabled
+                and len(self.history) > 1
+                and self._compress_attempts < s.max_attempts
+                and not self._defer(pressure)
+                and not self._cooldown_active()
+                and self._should_compress(pressure, "pre_api")
+            ):
+                self._compress_attempts += 1
+                committed = self._compress(pressure, site="pre_api")
+                if committed:
+                    continue
+            elif self._compress_attempts >= s.max_attempts and s.compression_enabled:
+                pass
+            break
+        response = responder.respond(selected, self.tools)
+        if response is None:
+            return None
+        self._turn_calls += 1
+        return self._record_response(response, responder, keys, sel_keys, by_engine, pressure, tik)
+
+    def _record_response(
+        self,
+        response: ProviderResponse,
+        responder: Responder,
+        keys: list[str],
+        sel_keys: list[str],
+        by_engine: bool,
+        pressure: int,
+        tik: int,
+    ) -> ProviderResponse:
+        req_index = len(self.trace.requests)
+        assistant = response.message
+        a_key = self.store.put(sanitize_message(shape_message(assistant)))
+        self._count(a_key, self.store.get(a_key))
+        completion = self.store.tokens[a_key]["tiktoken"]
+        cache = self._simulate(sel_keys, response.timestamp)
+        if response.usage is not None:
+            usage = response.usage
+        else:
+            usage = Usage(prompt_tokens=tik, completion_tokens=completion, cache_read_tokens=min(cache.read, tik),
+                          cache_write_tokens=min(cache.write, max(0, tik - cache.read)), source="synthesised")
+        usage_dict = usage.to_hermes_dict()
+        assembled_id = self.store.put_list(keys)
+        selected_id = assembled_id if not by_engine else self.store.put_list(sel_keys)
+        request = Request(
+            index=req_index, turn=self.turn, call=self._turn_calls - 1, event=0,
+            assembled=assembled_id, selected=selected_id, selected_by_engine=by_engine,
+            tokens={"tiktoken": tik, "rough": pressure, "tools": self._tools_tokens, "completion": completion},
+            usage=usage_dict,
+            recorded=response.recorded.to_hermes_dict() if response.recorded is not None else None,
+            cache=cache, timestamp=response.timestamp, response_key=a_key,
+        )
+        self.trace.requests.append(request)
+        ev = Event(index=0, kind=EV_REQUEST, turn=self.turn, request=req_index, t=self._now(),
+                   args={"messages": {"$list": selected_id}}, result={"$msg": a_key})
+        ev.state = self._state()
+        self._add(ev)
+        request.event = ev.index
+        self._events_since_request = []
+        self._prev_selected = tuple(sel_keys)
+
+        ev, _ = self._call(EV_RESPONSE, self.engine.update_from_response, usage_dict,
+                           record_args={"usage": usage_dict}, request=req_index)
+        self._last_usage = dict(usage_dict)
+        self.history.append(assistant)
+        if usage.prompt_tokens > 0:
+            self._anchor = (usage.prompt_tokens, len(self.history) - 1)
+        calls = [c for c in (assistant.get("tool_calls") or []) if isinstance(c, dict)]
+        engine_results = self._dispatch_engine_tools(calls, req_index)
+        results = responder.tool_results(assistant, engine_results)
+        self.history.extend(results)
+        if calls:
+            self._after_tools()
+        return response
+
+    def _dispatch_engine_tools(self, calls: list[dict[str, Any]], req_index: int) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for call in calls:
+            fn = call.get("function") or {}
+            name = fn.get("name")
+            if name not in self.engine_tool_names:
+                continue
+            raw = fn.get("arguments")
+            try:
+                args = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
+            except ValueError:
+                args = {}
+            if not isinstance(args, dict):
+                args = {}
+            self._fire_plugin_hook("pre_tool_call", tool_name=name, args=args, task_id=self.session_id,
+                                   session_id=self.session_id)
+            before = [dict(m) for m in self.history]
+            ev, res = self._call(EV_TOOL, self.engine.handle_tool_call, name, args,
+                                 record_args={"name": name, "args": _jsonable(args), "call_id": call.get("id")},
+                                 request=req_index, messages=self.history)
+            if res.ok and isinstance(res.value, str):
+                result = res.value
+            elif res.ok:
+                result = json.dumps({"error": f"Context engine tool '{name}' returned {type(res.value).__name__}, not a string"})
+                ev.fault = Fault("invalid_return", f"handle_tool_call returned {type(res.value).__name__}, expected str")
+            else:
+                result = json.dumps({"error": f"Context engine tool '{name}' failed: {res.fault.message}"})
+            if len(before) != len(self.history) or any(a != b for a, b in zip(before, self.history)):
+                ev.fault = ev.fault or Fault("mutated_input", "handle_tool_call mutated the live transcript it was given")
+                self._form_cache.clear()
+            ev.result = {"$msg": self.store.put({"role": "tool", "tool_call_id": call.get("id"), "content": result})}
+            out[str(call.get("id"))] = result
+            self._fire_plugin_hook("post_tool_call", tool_name=name, args=args, result=result,
+                                   task_id=self.session_id, session_id=self.session_id)
+        return out
+
+    def _after_tools(self) -> None:
+        """Post-tool compression or proactive prune ([M] compress_after_tool_results, §2.7)."""
+        e = self.engine
+        if getattr(e, "awaiting_real_usage_after_compression", False):
+            return
+        last = _as_int(getattr(e, "last_prompt_tokens", 0))
+        if self._anchor is not None:
+            real, length = self._anchor
+            t = real + estimate_messages_tokens_rough(self.history[length:])
+        elif last > 0:
+            t = last
+        elif last == -1:
+            t = 0
+        else:
+            t = estimate_request_tokens_rough(self.history, tools=self.tools)
+        if self.settings.compression_enabled and self._should_compress(t, "post_tool"):
+            self._compress(t, site="post_tool")
+            return
+        if not self.settings.compression_enabled:
+            return
+        if self._overrides["should_compress_info"]:
+            ev, out = self._call(EV_SHOULD_INFO, e.should_compress_info, t, record_args={"prompt_tokens": t})
+            ev.result = _jsonable(out.value) if out.ok else None
+        if self._overrides["prune_tool_results_only"]:
+            before = self.history
+            ev, out = self._call(EV_PRUNE, e.prune_tool_results_only, before, record_args={
+                "messages": self._list_ref(before), "current_tokens": t}, current_tokens=t)
+            if not out.ok:
+                return
+            value = out.value
+            if not (isinstance(value, tuple) and len(value) == 2):
+                ev.fault = Fault("invalid_return", f"prune_tool_results_only returned {type(value).__name__}, expected (list, int)")
+                return
+            new_list, count = value
+            ev.result = {"count": _jsonable(count)}
+            if count and new_list is not before:
+                problem = validate_messages(new_list)
+                if problem:
+                    ev.fault = Fault("invalid_return", problem)
+                    return
+                ev.result["$list"] = self.store.put_messages(new_list)
+                self.history = list(new_list)
+                self._anchor = None
+
+    # -- compression -----------------------------------------------------------------------
+    def _compress(self, approx_tokens: int, *, site: str, focus_topic: str | None = None, force: bool = False) -> bool:
+        """Hermes' compress_context around ``engine.compress`` (§4). True when a boundary committed."""
+        e = self.engine
+        if not force:
+            blocked_fn = getattr(type(e), "_automatic_compression_blocked", None)
+            if callable(blocked_fn):
+                out = call_inline(blocked_fn, e, timeout=self.settings.hook_timeout)
+                if out.ok and out.value:
+                    self.note("automatic compression blocked by the engine (_automatic_compression_blocked)", site=site)
+                    return False
+        candidates = {"current_tokens": approx_tokens, "focus_topic": focus_topic, "force": force}
+        kwargs = supported_compress_kwargs(e.compress, candidates)
+        before = self.history
+        try:
+            snapshot = copy.deepcopy(before)
+        except Exception as exc:
+            self.fault("host_error", f"could not deep-copy the transcript for compress: {exc}")
+            return False
+        saved = {k: copy.deepcopy(v) for k, v in vars(e).items() if k in TIMEOUT_RESTORE_FIELDS} if hasattr(e, "__dict__") else {}
+        host_thread = threading.current_thread().name
+        timeout = self.settings.compress_timeout
+        ev, out = self._call(
+            EV_COMPRESS, e.compress, snapshot,
+            record_args={"messages": self._list_ref(before), "site": site, "kwargs": _jsonable(kwargs),
+                         "tokens_before": approx_tokens, "host_thread": host_thread},
+            on_pool=timeout > 0, timeout=timeout, **kwargs,
+        )
+        if not out.ok:
+            if out.fault and out.fault.kind == "timeout":
+                for k, v in saved.items():
+                    try:
+                        setattr(e, k, v)
+                    except Exception:
+                        pass
+                rec = getattr(e, "record_timeout_failure", None)
+                if callable(rec):
+                    call_inline(rec, out.fault.message, failure_kind="stalled", timeout=self.settings.hook_timeout)
+                ev.note = "compression timed out before commit: discarded, transcript unchanged"
+                ev.state = self._state()
+            return False
+        result = out.value
+        if getattr(e, "_last_compress_aborted", False):
+            ev.note = f"compression aborted by the engine: {getattr(e, '_last_summary_error', '') or 'no reason given'}"
+            ev.result = None
+            return False
+        if result is snapshot:
+            ev.note = "compress returned its input unchanged (no-op)"
+            ev.result = {"$list": ev.args["messages"]["$list"], "unchanged": True}
+            return False
+        if not result:
+            ev.fault = Fault("invalid_return", f"compress returned an empty or falsy value ({result!r:.40}); transcript unchanged")
+            return False
+        problem = validate_messages(result)
+        if problem:
+            ev.fault = Fault("invalid_return", problem + "; transcript unchanged")
+            return False
+        if result == before:
+            ev.note = "compress made no progress (result equals the input); transcript unchanged"
+            ev.result = {"$list": ev.args["messages"]["$list"], "unchanged": True}
+            return False
+        compressed = self._ensure_user_turn(list(result), before)
+        after_id = self.store.put_messages(compressed)
+        system = self.system_message["content"] if self.system_message else ""
+        rough_after = estimate_request_tokens_rough(compressed, system_prompt=system, tools=self.tools)
+        ev.result = {"$list": after_id, "tokens_after": rough_after, "count_after": len(compressed),
+                     "count_before": len(before)}
+        # Commit: the boundary notifications Hermes sends with a session store, in place (§4.5).
+        self._call(EV_SESSION_END, e.on_session_end, self.session_id, before,
+                   record_args={"session_id": self.session_id, "messages": ev.args["messages"], "reason": "compression"})
+        self._call(EV_SESSION_START, e.on_session_start, self.session_id,
+                   record_args={"session_id": self.session_id, "boundary_reason": "compression"},
+                   boundary_reason="compression", old_session_id=self.session_id,
+                   platform=self.settings.platform, conversation_id=None)
+        self.history = compressed
+        self._anchor = None
+        for name, value in (("last_compression_rough_tokens", rough_after), ("last_prompt_tokens", -1),
+                            ("last_completion_tokens", 0), ("awaiting_real_usage_after_compression", True)):
+            try:
+                setattr(e, name, value)
+            except Exception:
+                pass
+        if getattr(e, "_last_compression_made_progress", False):
+            rec = getattr(type(e), "record_completed_compaction", None)
+            if callable(rec):
+                call_inline(rec, e, used_fallback=bool(getattr(e, "_last_summary_fallback_used", False)),
+                            timeout=self.settings.hook_timeout)
+            else:
+                try:
+                    e._verify_compaction_cleared_threshold = True
+                except Exception:
+                    pass
+        ev.state = self._state()
+        ev.status = self._status()
+        count = _as_int(getattr(e, "compression_count", 0))
+        if count >= 2:
+            self.note(f"Session compressed {count} times — accuracy may degrade (Hermes warns here)")
+        return True
+
+    def _ensure_user_turn(self, compressed: list[dict[str, Any]], before: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Hermes' _ensure_compressed_has_user_turn (§4.4 step 5)."""
+        if any(is_real_user(m) for m in compressed):
+            return compressed
+        latest = next((m for m in reversed(before) if is_real_user(m)), None)
+        if latest is None:
+            compressed.append({"role": "user", "content": CONTINUE_MARKER})
+            self.note("no real user message survived compression: host appended Hermes' continue marker")
+            return compressed
+        for i, m in enumerate(compressed):
+            if m.get("role") == "assistant" and not (i > 0 and compressed[i - 1].get("role") == "user"):
+                compressed.insert(i, copy.deepcopy(latest))
+                break
+        else:
+            compressed.append(copy.deepcopy(latest))
+        self.note("no real user message survived compression: host re-inserted the latest user message")
+        return compressed
+
+    def compress_now(self, focus_topic: str | None = None) -> bool:
+        """Manual ``/compress [topic]``: force=True, focus passed through."""
+        system = self.system_message["content"] if self.system_message else ""
+        t = estimate_request_tokens_rough(self.history, system_prompt=system, tools=self.tools)
+        return self._compress(t, site="manual", focus_topic=focus_topic, force=True)
+
+    # -- cache ------------------------------------------------------------------------------
+    def _simulate(self, sel_keys: list[str], timestamp: float | None) -> CacheInfo:
+        tokens = self.store.tokens
+        block_tokens = [tokens[k]["tiktoken"] for k in sel_keys]
+        info = CacheInfo(uncached=sum(block_tokens) + self._tools_tokens, block_tokens=block_tokens,
+                         reason_kind="disabled", reason="no cache simulator")
+        if self.simulator is None:
+            return info
+        try:
+            res = self.simulator.simulate(block_keys=list(sel_keys), block_tokens=block_tokens,
+                                          tools_key=self._tools_key, tools_tokens=self._tools_tokens, timestamp=timestamp)
+        except Exception as exc:
+            info.reason = f"cache simulator failed: {exc}"
+            return info
+        info.read, info.write, info.uncached = res.read, res.write, res.uncached
+        info.break_index, info.reason_kind, info.reason = res.break_index, res.reason_kind, res.reason
+        if res.reason_kind == "prefix_break" and res.break_index is not None:
+            cause = self._break_cause(sel_keys, res.break_index)
+            if cause is not None:
+                info.cause_event = cause.index
+                info.reason = f"{res.reason} — changed by {cause.kind} at event {cause.index}"
+            else:
+                info.reason = f"{res.reason} — changed by the request's own assembly (append)"
+        return info
+
+    def _break_cause(self, sel_keys: list[str], break_index: int) -> Event | None:
+        """Which engine action since the previous request changed the message at the break point."""
+        for ev in reversed(self._events_since_request):
+            if ev.kind in (EV_COMPRESS, EV_PRUNE) and isinstance(ev.result, dict) and "$list" in ev.result and not ev.result.get("unchanged"):
+                return ev
+            if ev.kind == EV_SELECT and isinstance(ev.result, dict) and "$list" in ev.result:
+                return ev
+        for ev in reversed(self._events_since_request):
+            if ev.kind == EV_SELECT:
+                # select_context shaped the previous request and returned None this time.
+                return ev
+        return None

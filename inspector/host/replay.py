@@ -1,0 +1,180 @@
+"""Replay a recorded session through one engine and return its trace.
+
+This is the headless entry point the CLI, the window's worker thread, the comparison runner and
+the doctor share. It builds the tokenizer and cache model from config, feeds each turn of the
+session to :class:`~inspector.host.host.Host` with a teacher-forcing responder, and marks where
+the original agent compacted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from inspector import __version__
+from inspector.host.host import HOST_DIFFERENCES, Host
+from inspector.host.responders import ReplayResponder
+from inspector.sessions.model import Session, wire_message
+from inspector.trace.model import EV_MARKER, EV_NOTE, Event, Trace
+
+ProgressFn = Callable[[int, int], None]
+
+
+class ReplayCancelled(Exception):
+    """The user cancelled; the partial trace is attached."""
+
+    def __init__(self, trace: Trace) -> None:
+        super().__init__("replay cancelled")
+        self.trace = trace
+
+
+def make_counter(config: dict[str, Any]) -> Any:
+    from inspector.tokens.counter import TokenCounter
+
+    return TokenCounter((config.get("inspector") or {}).get("tokenizer") or "cl100k_base")
+
+
+def make_simulator(config: dict[str, Any], model: str = "") -> Any:
+    from inspector.cache.simulator import CacheSimulator
+
+    insp = config.get("inspector") or {}
+    ttl = str((config.get("prompt_caching") or {}).get("cache_ttl") or "5m")
+    return CacheSimulator(insp.get("cache_profile") or "anthropic", ttl=ttl, model=model)
+
+
+def session_identifier(session: Session) -> str:
+    """Session id for hooks: the transcript's own, else a stable Hermes-shaped one."""
+    if session.id:
+        return str(session.id)
+    digest = hashlib.sha256(repr([m.get("content") for m in session.messages[:3]]).encode()).hexdigest()
+    return time.strftime("%Y%m%d_%H%M%S_", time.gmtime(session.started_at or 0)) + digest[:6]
+
+
+def _engine_meta(loaded: Any, engine: Any) -> dict[str, Any]:
+    info = getattr(loaded, "info", None)
+    meta: dict[str, Any] = {}
+    if info is not None:
+        for field in ("name", "description", "version", "source", "path", "metadata"):
+            value = getattr(info, field, None)
+            if value is not None:
+                meta[field] = str(value) if field == "path" else value
+    try:
+        meta.setdefault("name", engine.name)
+    except Exception as exc:
+        meta.setdefault("name", f"<name raised {type(exc).__name__}>")
+    meta["class"] = f"{type(engine).__module__}.{type(engine).__qualname__}"
+    sandbox = getattr(loaded, "sandbox", None)
+    if sandbox is not None:
+        meta["hermes_home"] = str(getattr(sandbox, "path", sandbox))
+    return meta
+
+
+def _public_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The config as recorded in a trace: every api_key dropped, whatever its nesting."""
+
+    def scrub(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: scrub(v) for k, v in node.items() if "api_key" not in str(k).lower() or k == "api_key_env"}
+        if isinstance(node, list):
+            return [scrub(v) for v in node]
+        return node
+
+    return scrub(config)
+
+
+def replay(
+    session: Session,
+    loaded: Any,
+    config: dict[str, Any],
+    *,
+    counter: Any = None,
+    simulator: Any = None,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    label: str | None = None,
+) -> Trace:
+    """Replay ``session`` through the engine in ``loaded`` (a LoadedEngine or a bare engine)."""
+    engine = getattr(loaded, "engine", loaded)
+    model = session.model if not (config.get("model") or {}).get("default") else None
+    counter = counter or make_counter(config)
+    host_model = model or str((config.get("model") or {}).get("default") or "")
+    simulator = simulator if simulator is not None else make_simulator(config, host_model)
+    info = getattr(loaded, "info", None)
+    is_builtin = getattr(info, "source", "") == "built-in" or getattr(engine, "name", None) == "compressor" and \
+        type(engine).__module__.startswith("inspector.")
+    sandbox = getattr(loaded, "sandbox", None)
+    trace = Trace(
+        meta={
+            "inspector_version": __version__,
+            "label": label or getattr(engine, "name", "engine"),
+            "engine": _engine_meta(loaded, engine),
+            "session": {
+                "id": session.id, "format": session.source_format, "path": session.source_path,
+                "title": session.title, "model": session.model, "turns": len(session.turns),
+                "messages": len(session.messages), "warnings": list(session.warnings[:50]),
+            },
+            "config": _public_config(config),
+            "tokenizer": getattr(counter, "name", "?"),
+            "cache_profile": (config.get("inspector") or {}).get("cache_profile", "anthropic"),
+            "host_differences": list(HOST_DIFFERENCES),
+            "mode": "replay",
+        }
+    )
+    host = Host(
+        engine, config, session_id=session_identifier(session), system_prompt=session.system_prompt(),
+        session_tools=session.tools, counter=counter, simulator=simulator, trace=trace,
+        plugin_manager=getattr(loaded, "plugin_manager", None), engine_is_builtin=bool(is_builtin),
+        hermes_home=str(getattr(sandbox, "path", sandbox) or ""), model=model,
+    )
+    started = time.perf_counter()
+    ok = host.start()
+    total = len(session.turns)
+    markers = sorted(session.compactions, key=lambda c: c.message_index)
+    marker_pos = 0
+    cancelled = False
+    if ok:
+        for n, turn in enumerate(session.turns):
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+                break
+            indices = [i for i in range(turn.start, turn.end) if i > 0 or session.messages[i].get("role") != "system"]
+            kept = []
+            for i in indices:
+                flags = session.messages[i].get("x_flags") or {}
+                if flags.get("compaction_summary"):
+                    continue
+                kept.append(i)
+            while marker_pos < len(markers) and markers[marker_pos].message_index < turn.end:
+                c = markers[marker_pos]
+                ev = Event(index=0, kind=EV_MARKER, turn=host.turn + 1, t=host._now(),
+                           args={"kind": c.kind, "message_index": c.message_index, "tokens_before": c.tokens_before,
+                                 "summary": ({"$msg": trace.store.put({"role": "user", "content": c.summary})}
+                                             if c.summary else None)},
+                           note=f"the original agent compacted here ({c.kind})")
+                ev.state = host._state()
+                trace.add_event(ev)
+                marker_pos += 1
+            first_assistant = next((j for j, i in enumerate(kept) if session.messages[i].get("role") == "assistant"), len(kept))
+            inputs = [wire_message(session.messages[i]) for i in kept[:first_assistant]]
+            responder = ReplayResponder(session, kept[first_assistant:])
+            ts = session.messages[kept[0]].get("x_timestamp") if kept else None
+            host.play_turn(inputs, responder, timestamp=ts)
+            if progress is not None:
+                progress(n + 1, total)
+    if cancelled:
+        trace.add_event(Event(index=0, kind=EV_NOTE, turn=host.turn, t=host._now(), note="replay cancelled by the user"))
+    trace = host.end()
+    trace.meta["host_seconds"] = round(time.perf_counter() - started, 4)
+    files = getattr(loaded, "written_files", None)
+    if callable(files):
+        try:
+            trace.meta["engine_files"] = [list(f) for f in files()]
+        except Exception:
+            pass
+    trace.finish()
+    if cancelled:
+        raise ReplayCancelled(trace)
+    return trace

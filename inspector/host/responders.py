@@ -1,0 +1,83 @@
+"""Where assistant messages come from: a recorded transcript (replay) or a model (live).
+
+The host's agent loop is the same in both modes; a responder answers three questions for it:
+what non-assistant input arrives before the next call, what the provider answers, and which
+tool results follow an assistant message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from inspector.sessions.model import Session, Usage, wire_message
+
+
+@dataclass
+class ProviderResponse:
+    """One provider answer. ``usage`` is real usage (live); None means "synthesise it"."""
+
+    message: dict[str, Any]
+    usage: Usage | None = None
+    recorded: Usage | None = None
+    timestamp: float | None = None
+    source_index: int | None = None  # index in Session.messages (replay)
+    raw_usage: Any = None
+
+
+class Responder(Protocol):
+    def pending_inputs(self) -> list[dict[str, Any]]:
+        """Messages to append to the transcript before the next request (meta user rows...)."""
+
+    def respond(self, request: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ProviderResponse | None:
+        """The assistant message for this request, or None when the turn is over."""
+
+    def tool_results(self, assistant: dict[str, Any], engine_results: dict[str, str]) -> list[dict[str, Any]]:
+        """Tool messages answering ``assistant``'s calls, in order."""
+
+
+class ReplayResponder:
+    """Teacher forcing: the transcript's own assistant and tool messages, in order."""
+
+    def __init__(self, session: Session, indices: list[int]) -> None:
+        self._session = session
+        self._indices = indices
+        self._pos = 0
+        self._calls = {c.message_index: c for c in session.api_calls}
+
+    def _peek(self) -> dict[str, Any] | None:
+        if self._pos < len(self._indices):
+            return self._session.messages[self._indices[self._pos]]
+        return None
+
+    def pending_inputs(self) -> list[dict[str, Any]]:
+        out = []
+        while (msg := self._peek()) is not None and msg.get("role") != "assistant":
+            out.append(wire_message(msg))
+            self._pos += 1
+        return out
+
+    def respond(self, request: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ProviderResponse | None:
+        msg = self._peek()
+        if msg is None or msg.get("role") != "assistant":
+            return None
+        index = self._indices[self._pos]
+        self._pos += 1
+        call = self._calls.get(index)
+        return ProviderResponse(
+            message=wire_message(msg),
+            recorded=call.usage if call else None,
+            timestamp=(call.timestamp if call and call.timestamp is not None else msg.get("x_timestamp")),
+            source_index=index,
+        )
+
+    def tool_results(self, assistant: dict[str, Any], engine_results: dict[str, str]) -> list[dict[str, Any]]:
+        out = []
+        while (msg := self._peek()) is not None and msg.get("role") == "tool":
+            out.append(wire_message(msg))
+            self._pos += 1
+        return out
+
+    def timestamp_hint(self) -> float | None:
+        msg = self._peek()
+        return msg.get("x_timestamp") if msg else None

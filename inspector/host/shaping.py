@@ -1,0 +1,107 @@
+"""Turning the working transcript into the request a provider receives (hermes-host.md §2.5).
+
+Two stages, as in Hermes: *shaping* (what ``select_context`` sees: ``api_content`` replayed as
+content, bookkeeping fields dropped) and *sanitising* (what is sent: top-level ``_`` keys
+stripped, string content whitespace-stripped, tool-call JSON canonicalised, orphan tool results
+dropped). Both are pure functions of a message, so the host caches them per message object.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Keys build_api_messages drops before a request is assembled.
+_DROP_ON_SHAPE = ("api_content", "timestamp", "reasoning", "finish_reason", "_thinking_prefill")
+
+
+def shape_message(message: dict[str, Any]) -> dict[str, Any]:
+    """The per-message form inside ``request_messages`` (before sanitising)."""
+    out = dict(message)
+    api_content = out.get("api_content")
+    if api_content is not None and out.get("role") in ("user", "assistant"):
+        out["content"] = api_content
+    for key in _DROP_ON_SHAPE:
+        out.pop(key, None)
+    return out
+
+
+def _canonical_arguments(arguments: Any) -> Any:
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json.dumps(json.loads(arguments), separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    except (ValueError, TypeError):
+        return arguments
+
+
+def sanitize_message(message: dict[str, Any]) -> dict[str, Any]:
+    """The per-message wire form: what the provider receives for this row."""
+    out = {k: v for k, v in message.items() if not k.startswith("_")}
+    content = out.get("content")
+    if isinstance(content, str):
+        out["content"] = content.strip()
+    calls = out.get("tool_calls")
+    if calls is not None:
+        if not calls:
+            out.pop("tool_calls")
+        else:
+            fixed = []
+            for call in calls:
+                if isinstance(call, dict) and isinstance(call.get("function"), dict):
+                    fn = dict(call["function"])
+                    fn["arguments"] = _canonical_arguments(fn.get("arguments"))
+                    call = {**call, "function": fn}
+                fixed.append(call)
+            out["tool_calls"] = fixed
+    return out
+
+
+def drop_orphan_tool_results(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """Remove tool results that answer no earlier call; returns the list and dropped indices.
+
+    Returns the same list object when nothing is dropped, so the common case costs one pass.
+    """
+    seen: set[str] = set()
+    dropped: list[int] = []
+    for i, msg in enumerate(messages):
+        role = msg.get("role")
+        if role == "assistant":
+            for call in msg.get("tool_calls") or ():
+                if isinstance(call, dict):
+                    cid = call.get("call_id") or call.get("id")
+                    if cid:
+                        seen.add(cid)
+        elif role == "tool":
+            if msg.get("tool_call_id") not in seen:
+                dropped.append(i)
+    if not dropped:
+        return messages, []
+    drop = set(dropped)
+    return [m for i, m in enumerate(messages) if i not in drop], dropped
+
+
+def validate_selection(result: Any) -> str | None:
+    """Hermes' acceptance test for a ``select_context`` result; None when accepted (§3 table)."""
+    if result is None:
+        return None
+    if not isinstance(result, list):
+        return f"invalid value (not a non-empty list of dicts): got {type(result).__name__}"
+    if not result:
+        return "invalid value (not a non-empty list of dicts): empty list"
+    for i, item in enumerate(result):
+        if not isinstance(item, dict):
+            return f"invalid value (not a non-empty list of dicts): item {i} is {type(item).__name__}"
+    return None
+
+
+def validate_messages(result: Any) -> str | None:
+    """Is a ``compress`` result a usable transcript? None when it is."""
+    if not isinstance(result, list):
+        return f"compress returned {type(result).__name__}, expected a list of messages"
+    for i, item in enumerate(result):
+        if not isinstance(item, dict):
+            return f"compress returned a list whose item {i} is {type(item).__name__}, not a message dict"
+        if item.get("role") not in ("system", "user", "assistant", "tool", "developer"):
+            return f"compress returned message {i} with invalid role {item.get('role')!r}"
+    return None

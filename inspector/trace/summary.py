@@ -1,0 +1,73 @@
+"""Whole-session figures of a trace: the rows of the replay summary and the comparison table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspector.trace.model import EV_COMPRESS, Trace
+
+# (key, label, better) — better is "low", "high" or None (not ranked)
+SUMMARY_ROWS: list[tuple[str, str, str | None]] = [
+    ("requests", "provider requests", None),
+    ("compressions", "compressions committed", "low"),
+    ("tokens_sent", "prompt tokens sent", "low"),
+    ("cache_read", "cached tokens read", "high"),
+    ("cache_write", "cache tokens written", "low"),
+    ("hit_rate", "cache hit rate", "high"),
+    ("cost", "estimated cost (USD)", "low"),
+    ("peak_prompt", "peak prompt tokens", "low"),
+    ("faults", "faults", "low"),
+    ("engine_seconds", "engine time (s)", "low"),
+]
+
+
+def summarise(trace: Trace) -> dict[str, Any]:
+    """Totals over the whole session, computed from the requests and events only."""
+    reqs = trace.requests
+    sent = sum(r.usage.get("prompt_tokens", 0) for r in reqs)
+    read = sum(r.usage.get("cache_read_tokens", 0) for r in reqs)
+    write = sum(r.usage.get("cache_write_tokens", 0) for r in reqs)
+    costs = [r.cache.cost for r in reqs if r.cache.cost is not None]
+    committed = sum(
+        1 for e in trace.events if e.kind == EV_COMPRESS and isinstance(e.result, dict) and "$list" in e.result
+        and not e.result.get("unchanged")
+    )
+    engine_time = sum(e.duration for e in trace.events)
+    return {
+        "requests": len(reqs),
+        "compressions": committed,
+        "tokens_sent": sent,
+        "cache_read": read,
+        "cache_write": write,
+        "hit_rate": (read / sent) if sent else 0.0,
+        "cost": round(sum(costs), 6) if costs else None,
+        "peak_prompt": max((r.usage.get("prompt_tokens", 0) for r in reqs), default=0),
+        "faults": len(trace.fault_events),
+        "engine_seconds": round(engine_time, 4),
+        "turns": trace.turn_count,
+    }
+
+
+def per_turn_rows(trace: Trace) -> list[dict[str, Any]]:
+    """One row per turn: the turn's last request figures, cache sums, first miss reason, faults."""
+    rows: dict[int, dict[str, Any]] = {}
+    for r in trace.requests:
+        row = rows.setdefault(r.turn, {"turn": r.turn, "requests": 0, "cache_read": 0, "cache_write": 0,
+                                       "miss": "", "faults": 0})
+        row["requests"] += 1
+        row["prompt"] = r.tokens.get("tiktoken", 0)
+        row["rough"] = r.tokens.get("rough", 0)
+        row["recorded"] = (r.recorded or {}).get("prompt_tokens")
+        row["cache_read"] += r.usage.get("cache_read_tokens", 0)
+        row["cache_write"] += r.usage.get("cache_write_tokens", 0)
+        if not row["miss"] and r.cache.reason_kind not in ("hit", "disabled", ""):
+            row["miss"] = r.cache.reason
+        state = trace.state_at(r.event)
+        row["threshold"] = state["threshold_tokens"]
+    for e in trace.events:
+        if e.turn is not None and e.turn in rows:
+            state = trace.state_at(e.index)
+            rows[e.turn]["compression_count"] = state["compression_count"]
+            if e.fault is not None:
+                rows[e.turn]["faults"] += 1
+    return [rows[k] for k in sorted(rows)]
