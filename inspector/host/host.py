@@ -456,6 +456,8 @@ class Host:
             pending = responder.pending_inputs()
             if pending:
                 self.history.extend(pending)
+            if not responder.wants_request():
+                break
             response = self._request_cycle(responder)
             if response is None:
                 break

@@ -26,6 +26,9 @@ class ProviderResponse:
 
 
 class Responder(Protocol):
+    def wants_request(self) -> bool:
+        """Is another provider call due? Checked before assembling, so no hook runs for nothing."""
+
     def pending_inputs(self) -> list[dict[str, Any]]:
         """Messages to append to the transcript before the next request (meta user rows...)."""
 
@@ -49,6 +52,10 @@ class ReplayResponder:
         if self._pos < len(self._indices):
             return self._session.messages[self._indices[self._pos]]
         return None
+
+    def wants_request(self) -> bool:
+        msg = self._peek()
+        return msg is not None and msg.get("role") == "assistant"
 
     def pending_inputs(self) -> list[dict[str, Any]]:
         out = []

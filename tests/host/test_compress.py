@@ -1,0 +1,123 @@
+"""compress as Hermes calls it: pool thread, private copy, timeout discard, sentinel (§4)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from inspector.host.replay import replay
+from inspector.trace.model import EV_COMPRESS, EV_SESSION_END, EV_SESSION_START
+
+from .conftest import CountingEngine, coding_session
+
+
+def compress_events(trace):
+    return [e for e in trace.events if e.kind == EV_COMPRESS]
+
+
+def committed(trace):
+    return [e for e in compress_events(trace) if isinstance(e.result, dict) and "$list" in e.result
+            and not e.result.get("unchanged")]
+
+
+class LowThreshold(CountingEngine):
+    def update_model(self, *a, **kw):
+        super().update_model(*a, **kw)
+        self.threshold_tokens = 3000
+
+
+def test_compress_runs_on_a_pool_thread_over_a_private_copy(config, nocache):
+    seen = {}
+
+    class Spy(LowThreshold):
+        def compress(self, messages, **kw):
+            seen["thread"] = threading.current_thread().name
+            seen["input"] = messages
+            messages.append({"role": "user", "content": "engine scribbles on its copy"})
+            return super().compress(messages[:-1], **kw)
+
+    trace = replay(coding_session(6), Spy(), config, simulator=nocache)
+    assert committed(trace)
+    assert seen["thread"].startswith("compress-ctx-timeout")
+    assert seen["thread"] != threading.current_thread().name
+    before = trace.store.materialise(compress_events(trace)[0].args["messages"]["$list"])
+    assert all(m.get("content") != "engine scribbles on its copy" for m in before)
+
+
+def test_commit_writes_the_sentinel_and_boundary_hooks(config, nocache):
+    trace = replay(coding_session(6), LowThreshold(), config, simulator=nocache)
+    ev = committed(trace)[0]
+    assert trace.state_at(ev.index)["last_prompt_tokens"] == -1
+    assert trace.state_at(ev.index)["compression_count"] == 1
+    after = trace.events[ev.index + 1: ev.index + 3]
+    assert [e.kind for e in after] == [EV_SESSION_END, EV_SESSION_START]
+    assert after[1].args["boundary_reason"] == "compression"
+    # The next response replaces the sentinel with the real (synthesised) count.
+    nxt = trace.requests[[r.event for r in trace.requests].index(
+        next(r.event for r in trace.requests if r.event > ev.index))]
+    assert trace.state_at(nxt.event + 1)["last_prompt_tokens"] == nxt.usage["prompt_tokens"]
+
+
+def test_a_compress_past_the_timeout_is_discarded(config, nocache):
+    config["compression"]["context_timeout_seconds"] = 0.3
+
+    class Slow(LowThreshold):
+        def __init__(self):
+            super().__init__()
+            self.compression_count = 0  # an instance field, so Hermes' snapshot covers it
+
+        def compress(self, messages, **kw):
+            self.compression_count += 1
+            time.sleep(1.0)
+            return messages[-2:]
+
+    trace = replay(coding_session(4), Slow(), config, simulator=nocache)
+    evs = compress_events(trace)
+    assert evs and all(e.fault is not None and e.fault.kind == "timeout" for e in evs)
+    assert not committed(trace)
+    # Hermes restores the allow-listed fields, so compression_count does not move.
+    assert trace.state_at(len(trace) - 1)["compression_count"] == 0
+    # The history was never replaced: the last request still starts with the first user turn.
+    first_user = trace.store.materialise(trace.requests[-1].selected)[1]
+    assert first_user["content"].startswith("Please look at module 0")
+
+
+def test_old_signatures_get_only_the_arguments_they_declare(config, nocache):
+    got = {}
+
+    class Old(LowThreshold):
+        def compress(self, messages, current_tokens=None):  # no focus_topic, force
+            got["ok"] = current_tokens
+            return super().compress(messages)
+
+    trace = replay(coding_session(6), Old(), config, simulator=nocache)
+    assert committed(trace) and isinstance(got["ok"], int)
+    assert compress_events(trace)[0].args["kwargs"] == {"current_tokens": got["ok"]} or "current_tokens" in compress_events(trace)[0].args["kwargs"]
+
+
+def test_no_op_and_garbage_results_leave_the_transcript_alone(config, nocache):
+    class Same(LowThreshold):
+        def compress(self, messages, **kw):
+            return messages
+
+    class Garbage(LowThreshold):
+        def compress(self, messages, **kw):
+            return "not a list"
+
+    same = replay(coding_session(5), Same(), config, simulator=nocache)
+    assert compress_events(same) and not committed(same)
+    assert all(e.result.get("unchanged") for e in compress_events(same))
+    garbage = replay(coding_session(5), Garbage(), config, simulator=nocache)
+    assert all(e.fault and e.fault.kind == "invalid_return" for e in compress_events(garbage))
+    assert len(garbage.requests) == len(same.requests)
+
+
+def test_summary_without_user_gets_the_latest_user_message_back(config, nocache):
+    class DropsUsers(LowThreshold):
+        def compress(self, messages, **kw):
+            self.compression_count += 1
+            return [{"role": "assistant", "content": "summary of everything"}]
+
+    trace = replay(coding_session(5), DropsUsers(), config, simulator=nocache)
+    after = trace.store.materialise(committed(trace)[0].result["$list"])
+    assert [m["role"] for m in after] == ["user", "assistant"]

@@ -1,0 +1,128 @@
+"""The agent loop: usage fed to the engine, engine tools, turn completion, faults, lifecycle."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from inspector.host.replay import replay
+from inspector.trace.model import EV_RESPONSE, EV_SESSION_END, EV_SESSION_START, EV_TOOL, EV_TURN_COMPLETE
+
+from .conftest import CountingEngine, coding_session
+
+
+def test_update_from_response_gets_hermes_usage_dict_from_the_request_sent(config, nocache):
+    engine = CountingEngine()
+    trace = replay(coding_session(3), engine, config, simulator=nocache)
+    assert len(trace.requests) == 6
+    for req in trace.requests:
+        ev = next(e for e in trace.events if e.kind == EV_RESPONSE and e.request == req.index)
+        usage = ev.args["usage"]
+        assert set(usage) == {"prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "output_tokens",
+                              "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"}
+        sent = sum(trace.message_tokens(k) for k in trace.store.get_list(req.selected))
+        assert usage["prompt_tokens"] == sent + req.tokens["tools"] + 3
+        assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+        assert trace.state_at(ev.index)["last_prompt_tokens"] == usage["prompt_tokens"]
+
+
+def test_requests_grow_by_appending_the_recorded_messages(config, nocache):
+    trace = replay(coding_session(3), CountingEngine(), config, simulator=nocache)
+    lists = [trace.store.get_list(r.selected) for r in trace.requests]
+    for a, b in zip(lists, lists[1:]):
+        assert b[: len(a)] == a and len(b) > len(a)
+
+
+class Tooling(CountingEngine):
+    def get_tool_schemas(self):
+        return [{"name": "ctx_grep", "description": "search", "parameters": {"type": "object", "properties": {}}}]
+
+    def handle_tool_call(self, name, args, **kwargs):
+        self.tool_seen = (name, args, len(kwargs["messages"]))
+        if args.get("query") == "explode":
+            raise ValueError("kaboom")
+        return json.dumps({"matches": 3})
+
+
+def test_engine_tool_calls_are_dispatched_with_the_live_transcript(config, nocache):
+    engine = Tooling()
+    trace = replay(coding_session(3, engine_tool="ctx_grep"), engine, config, simulator=nocache)
+    assert any(t["function"]["name"] == "ctx_grep" for t in trace.tool_schemas)
+    ev = next(e for e in trace.events if e.kind == EV_TOOL)
+    assert engine.tool_seen[0] == "ctx_grep" and engine.tool_seen[1]["path"] == "m2.py"
+    assert engine.tool_seen[2] == 10  # user, asst, tool x2 turns + user + assistant call = live list
+    assert json.loads(trace.store.get(ev.result["$msg"])["content"]) == {"matches": 3}
+    # Teacher forcing: the transcript's own result stays in the history.
+    last = trace.store.materialise(trace.requests[-1].selected)
+    assert last[-1]["content"].startswith("# module 2")
+
+
+def test_an_engine_tool_that_raises_gives_hermes_error_text_and_a_fault(config, nocache):
+    session = coding_session(2, engine_tool="ctx_grep")
+    session.messages[-3]["tool_calls"][0]["function"]["arguments"] = json.dumps({"query": "explode"})
+    trace = replay(session, Tooling(), config, simulator=nocache)
+    ev = next(e for e in trace.events if e.kind == EV_TOOL)
+    assert ev.fault.kind == "exception" and "kaboom" in ev.fault.message
+    content = json.loads(trace.store.get(ev.result["$msg"])["content"])
+    assert content["error"].startswith("Context engine tool 'ctx_grep' failed")
+
+
+def test_on_turn_complete_gets_a_clone_and_the_last_usage(config, nocache):
+    got = []
+
+    class Finisher(CountingEngine):
+        def on_turn_complete(self, messages, usage=None, **kwargs):
+            got.append((len(messages), usage, kwargs))
+            messages.clear()
+
+    trace = replay(coding_session(3), Finisher(), config, simulator=nocache)
+    assert [g[0] for g in got] == [4, 8, 12]
+    assert got[-1][1]["prompt_tokens"] == trace.requests[-1].usage["prompt_tokens"]
+    assert got[0][2]["api_call_count"] == 2 and got[0][2]["turn_exit_reason"] == "completed"
+    assert len([e for e in trace.events if e.kind == EV_TURN_COMPLETE]) == 3
+
+
+def test_lifecycle_order(config, nocache):
+    trace = replay(coding_session(2), CountingEngine(), config, simulator=nocache)
+    kinds = [e.kind for e in trace.events]
+    assert kinds[:3] == ["update_model", "get_tool_schemas", EV_SESSION_START]
+    assert kinds[-1] == EV_SESSION_END
+
+
+def test_a_raising_engine_is_recorded_and_the_replay_continues(config, nocache):
+    class Broken(CountingEngine):
+        def should_compress(self, prompt_tokens=None):
+            raise RuntimeError("should_compress exploded")
+
+        def get_status(self):
+            raise KeyError("status")
+
+    trace = replay(coding_session(3), Broken(), config, simulator=nocache)
+    assert len(trace.requests) == 6
+    messages = [trace.events[i].fault.message for i in trace.fault_events]
+    assert any("should_compress exploded" in m for m in messages)
+    assert sum("get_status" in m for m in messages) == 1
+
+
+def test_a_hanging_hook_is_interrupted(config, nocache):
+    config["inspector"]["hook_timeout_seconds"] = 0.3
+
+    class Hangs(CountingEngine):
+        def update_from_response(self, usage):
+            end = time.monotonic() + 30
+            while time.monotonic() < end:
+                time.sleep(0.01)
+
+    start = time.monotonic()
+    trace = replay(coding_session(1), Hangs(), config, simulator=nocache)
+    assert time.monotonic() - start < 10
+    faults = [trace.events[i].fault for i in trace.fault_events]
+    assert faults and all(f.kind == "timeout" for f in faults)
+    assert len(trace.requests) == 2
+
+
+def test_small_context_length_stops_like_hermes(config, nocache):
+    config["model"]["context_length"] = 32000
+    trace = replay(coding_session(2), CountingEngine(), config, simulator=nocache)
+    assert not trace.requests
+    assert any("64000" in trace.events[i].fault.message for i in trace.fault_events)
