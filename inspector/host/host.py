@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import operator
 import threading
 import time
 from typing import Any
@@ -62,6 +63,7 @@ from inspector.trace.model import (
     Trace,
 )
 
+_STATE_GETTER = operator.attrgetter(*STATE_FIELDS)
 SUMMARY_PREFIXES = ("[CONTEXT COMPACTION", "[CONTEXT SUMMARY]", "[PRIOR CONTEXT")
 CONTINUE_MARKER = (
     "Continue from the compressed conversation context above. "
@@ -166,6 +168,32 @@ class HostSettings:
         self.platform = "cli"
 
 
+class _Assembly:
+    """The request forms of one history list, with running token sums."""
+
+    __slots__ = ("history", "n", "shaped", "wire", "keys", "tiks", "chars", "images", "tik", "raw_chars", "raw_images")
+
+    def __init__(self, history: list[dict[str, Any]]) -> None:
+        self.history = history
+        self.n = 0
+        self.shaped: list[dict] = []
+        self.wire: list[dict] = []
+        self.keys: list[str] = []
+        self.tiks: list[int] = []
+        self.chars = self.images = self.tik = self.raw_chars = self.raw_images = 0
+
+    def add(self, shaped: dict, wire: dict, key: str, tokens: dict[str, int], raw_chars: int, raw_images: int) -> None:
+        self.shaped.append(shaped)
+        self.wire.append(wire)
+        self.keys.append(key)
+        self.tiks.append(tokens["tiktoken"])
+        self.chars += tokens["rough_chars"]
+        self.images += tokens["images"]
+        self.tik += tokens["tiktoken"]
+        self.raw_chars += raw_chars
+        self.raw_images += raw_images
+
+
 class Host:
     """One engine, one session: the Hermes agent loop, recording a trace."""
 
@@ -205,6 +233,7 @@ class Host:
         self._status_prev: dict[str, Any] | None = None
         self._status_failed = False
         self._form_cache: dict[int, tuple[dict, dict, dict, str]] = {}
+        self._asm: _Assembly | None = None
         self._system_key: str | None = None
         self._system_forms: tuple[dict, dict, str] | None = None
         self._last_usage: dict[str, int] | None = None
@@ -233,7 +262,13 @@ class Host:
         return time.perf_counter() - self._t0
 
     def _state(self) -> tuple[int, ...]:
-        return tuple(_as_int(getattr(self.engine, name, 0)) for name in STATE_FIELDS)
+        try:
+            values = _STATE_GETTER(self.engine)
+        except Exception:
+            return tuple(_as_int(getattr(self.engine, name, 0)) for name in STATE_FIELDS)
+        if all(type(v) is int for v in values):
+            return values
+        return tuple(_as_int(v) for v in values)
 
     def _status(self) -> dict[str, Any] | None:
         if self._status_failed:
@@ -303,6 +338,12 @@ class Host:
 
     def _list_ref(self, messages: list[dict[str, Any]]) -> dict[str, int]:
         return {"$list": self.store.put_messages(messages)}
+
+    def _history_ref(self) -> dict[str, int]:
+        """The current history as a list id of wire-form keys (shared with requests, so diffs align)."""
+        asm = self._assembly()
+        keys = asm.keys[1:] if self.system_message is not None else asm.keys
+        return {"$list": self.store.put_list(keys)}
 
     def _fire_plugin_hook(self, name: str, **kwargs: Any) -> None:
         pm = self.plugin_manager
@@ -429,7 +470,7 @@ class Host:
                                model=self.settings.model, platform=self.settings.platform)
         self._call(
             EV_SESSION_END, self.engine.on_session_end, self.session_id, list(self.history),
-            record_args={"session_id": self.session_id, "messages": self._list_ref(self.history)},
+            record_args={"session_id": self.session_id, "messages": self._history_ref()},
         )
         return self.trace.finish()
 
@@ -469,7 +510,7 @@ class Host:
             clones = [_clone(m) for m in self.history]
             ev, _ = self._call(
                 EV_TURN_COMPLETE, self.engine.on_turn_complete, clones,
-                record_args={"messages": self._list_ref(self.history), "usage": self._last_usage,
+                record_args={"messages": self._history_ref(), "usage": self._last_usage,
                              "api_call_count": self._turn_calls},
                 usage=dict(self._last_usage) if self._last_usage else None,
                 turn_id=f"turn-{self.turn}", task_id=self.session_id, api_call_count=self._turn_calls,
@@ -509,10 +550,11 @@ class Host:
         e = self.engine
         pf, pl = _as_int(getattr(e, "protect_first_n", 3)), _as_int(getattr(e, "protect_last_n", 6))
         threshold = _as_int(getattr(e, "threshold_tokens", 0))
-        if not (len(self.history) > pf + pl + 1 or estimate_messages_tokens_rough(self.history) >= threshold):
+        history_rough = self._history_rough()
+        if not (len(self.history) > pf + pl + 1 or history_rough >= threshold):
             return
         system = self.system_message["content"] if self.system_message else ""
-        t = estimate_request_tokens_rough(self.history, system_prompt=system, tools=self.tools)
+        t = self._request_rough(history_rough, system)
         deferred = self._defer(t)
         last = _as_int(getattr(e, "last_prompt_tokens", 0))
         if not deferred and 0 <= last < t:
@@ -527,30 +569,47 @@ class Host:
         for _ in range(3):
             before_rows, before_t = len(self.history), t
             self._compress(t, site="preflight")
-            t = estimate_request_tokens_rough(self.history, system_prompt=system, tools=self.tools)
+            t = self._request_rough(self._history_rough(), system)
             if (len(self.history) == before_rows and t == before_t) or not self._should_compress(t, "preflight"):
                 break
 
-    def _assemble(self) -> tuple[list[dict], list[dict], list[str], list[str]]:
-        """(shaped request, wire request, wire keys, history keys) for the current history."""
-        shaped_list, wire_list, keys = [], [], []
-        system = self._system()
-        if system is not None:
-            shaped_list.append(system[0])
-            wire_list.append(system[1])
-            keys.append(system[2])
-        for msg in self.history:
-            shaped, wire, key = self._forms(msg)
-            shaped_list.append(shaped)
-            wire_list.append(wire)
-            keys.append(key)
-        return shaped_list, wire_list, keys, keys[1:] if system is not None else keys
+    def _request_rough(self, history_rough: int, system: str) -> int:
+        """estimate_request_tokens_rough(history, system_prompt, tools) from cached parts."""
+        return (len(system or "") + 3) // 4 + history_rough + self._tools_rough
 
-    def _select(self, shaped: list[dict], wire: list[dict], keys: list[str]) -> tuple[list[dict], list[str], bool]:
+    def _assembly(self) -> _Assembly:
+        """Per-message forms and running sums for the current history, extended on append.
+
+        The history only grows by appending between compactions, so each request costs the new
+        messages, not the whole context; a replaced list (compress, prune) starts over.
+        """
+        asm = self._asm
+        history = self.history
+        if asm is None or asm.history is not history or asm.n > len(history):
+            asm = _Assembly(history)
+            system = self._system()
+            if system is not None:
+                asm.add(system[0], system[1], system[2], self.store.tokens[system[2]], 0, 0)
+            asm.n = 0
+            self._asm = asm
+        for msg in history[asm.n:]:
+            shaped, wire, key = self._forms(msg)
+            raw_chars, raw_images = message_rough_chars(msg)
+            asm.add(shaped, wire, key, self.store.tokens[key], raw_chars, raw_images)
+        asm.n = len(history)
+        return asm
+
+    def _history_rough(self) -> int:
+        """estimate_messages_tokens_rough(history) from the cached per-message figures."""
+        asm = self._assembly()
+        return rough_from_chars(asm.raw_chars, asm.raw_images)
+
+    def _select(self, asm: _Assembly, keys: list[str]) -> tuple[list[dict], list[str], bool]:
         """``select_context`` with Hermes' skip check and validation table (§3)."""
+        wire = asm.wire
         if not self._overrides["select_context"]:
             return wire, keys, False
-        request_arg = [dict(m) for m in shaped]
+        request_arg = [dict(m) for m in asm.shaped]
         snapshot = list(request_arg)
         shallow = [dict(m) for m in request_arg]
         user = self._turn_user
@@ -595,29 +654,33 @@ class Host:
             return wire, keys, False
         return selected, new_keys, True
 
-    def _pressure(self, keys: list[str]) -> tuple[int, int]:
-        """(rough pressure for the pre-API gate, tokenizer count) of a request by keys."""
-        chars = images = tik = 0
-        tokens = self.store.tokens
-        for k in keys:
-            t = tokens[k]
-            chars += t["rough_chars"]
-            images += t["images"]
-            tik += t["tiktoken"]
+    def _pressure(self, asm: _Assembly, keys: list[str], by_engine: bool) -> tuple[int, int]:
+        """(rough pressure for the pre-API gate, tokenizer count) of the request being sent."""
+        if by_engine:
+            chars = images = tik = 0
+            tokens = self.store.tokens
+            for k in keys:
+                t = tokens[k]
+                chars += t["rough_chars"]
+                images += t["images"]
+                tik += t["tiktoken"]
+        else:
+            chars, images, tik = asm.chars, asm.images, asm.tik
         rough = rough_from_chars(chars, images) + self._tools_rough
         if self._anchor is not None:
             real, length = self._anchor
             if length <= len(self.history):
-                delta = estimate_messages_tokens_rough(self.history[length:])
-                rough = real + delta
+                # [M] usage anchor: the last real prompt plus what was appended since.
+                rough = real + estimate_messages_tokens_rough(self.history[length:])
         return rough, tik + self._tools_tokens + 3
 
     def _request_cycle(self, responder: Responder) -> ProviderResponse | None:
         """Assemble, select, gate, call the provider, feed usage, run tools. None = turn over."""
         while True:
-            shaped, wire, keys, _ = self._assemble()
-            selected, sel_keys, by_engine = self._select(shaped, wire, keys)
-            pressure, tik = self._pressure(sel_keys)
+            asm = self._assembly()
+            keys = list(asm.keys)
+            selected, sel_keys, by_engine = self._select(asm, keys)
+            pressure, tik = self._pressure(asm, sel_keys, by_engine)
             s = self.settings
             if (
                 s.compression_enabled
@@ -634,7 +697,7 @@ class Host:
             elif self._compress_attempts >= s.max_attempts and s.compression_enabled:
                 pass
             break
-        response = responder.respond(selected, self.tools)
+        response = responder.respond(list(selected), self.tools)
         if response is None:
             return None
         self._turn_calls += 1
@@ -655,7 +718,11 @@ class Host:
         a_key = self.store.put(sanitize_message(shape_message(assistant)))
         self._count(a_key, self.store.get(a_key))
         completion = self.store.tokens[a_key]["tiktoken"]
-        cache = self._simulate(sel_keys, response.timestamp)
+        if by_engine:
+            block_tokens = [self.store.tokens[k]["tiktoken"] for k in sel_keys]
+        else:
+            block_tokens = list(self._assembly().tiks)
+        cache = self._simulate(sel_keys, block_tokens, response.timestamp)
         if response.usage is not None:
             usage = response.usage
         else:
@@ -725,6 +792,7 @@ class Host:
             if len(before) != len(self.history) or any(a != b for a, b in zip(before, self.history)):
                 ev.fault = ev.fault or Fault("mutated_input", "handle_tool_call mutated the live transcript it was given")
                 self._form_cache.clear()
+                self._asm = None
             ev.result = {"$msg": self.store.put({"role": "tool", "tool_call_id": call.get("id"), "content": result})}
             out[str(call.get("id"))] = result
             self._fire_plugin_hook("post_tool_call", tool_name=name, args=args, result=result,
@@ -757,7 +825,7 @@ class Host:
         if self._overrides["prune_tool_results_only"]:
             before = self.history
             ev, out = self._call(EV_PRUNE, e.prune_tool_results_only, before, record_args={
-                "messages": self._list_ref(before), "current_tokens": t}, current_tokens=t)
+                "messages": self._history_ref(), "current_tokens": t}, current_tokens=t)
             if not out.ok:
                 return
             value = out.value
@@ -771,9 +839,9 @@ class Host:
                 if problem:
                     ev.fault = Fault("invalid_return", problem)
                     return
-                ev.result["$list"] = self.store.put_messages(new_list)
                 self.history = list(new_list)
                 self._anchor = None
+                ev.result["$list"] = self._history_ref()["$list"]
 
     # -- compression -----------------------------------------------------------------------
     def _compress(self, approx_tokens: int, *, site: str, focus_topic: str | None = None, force: bool = False) -> bool:
@@ -799,7 +867,7 @@ class Host:
         timeout = self.settings.compress_timeout
         ev, out = self._call(
             EV_COMPRESS, e.compress, snapshot,
-            record_args={"messages": self._list_ref(before), "site": site, "kwargs": _jsonable(kwargs),
+            record_args={"messages": self._history_ref(), "site": site, "kwargs": _jsonable(kwargs),
                          "tokens_before": approx_tokens, "host_thread": host_thread},
             on_pool=timeout > 0, timeout=timeout, **kwargs,
         )
@@ -837,7 +905,8 @@ class Host:
             ev.result = {"$list": ev.args["messages"]["$list"], "unchanged": True}
             return False
         compressed = self._ensure_user_turn(list(result), before)
-        after_id = self.store.put_messages(compressed)
+        self.history = compressed
+        after_id = self._history_ref()["$list"]
         system = self.system_message["content"] if self.system_message else ""
         rough_after = estimate_request_tokens_rough(compressed, system_prompt=system, tools=self.tools)
         ev.result = {"$list": after_id, "tokens_after": rough_after, "count_after": len(compressed),
@@ -849,7 +918,6 @@ class Host:
                    record_args={"session_id": self.session_id, "boundary_reason": "compression"},
                    boundary_reason="compression", old_session_id=self.session_id,
                    platform=self.settings.platform, conversation_id=None)
-        self.history = compressed
         self._anchor = None
         for name, value in (("last_compression_rough_tokens", rough_after), ("last_prompt_tokens", -1),
                             ("last_completion_tokens", 0), ("awaiting_real_usage_after_compression", True)):
@@ -899,9 +967,7 @@ class Host:
         return self._compress(t, site="manual", focus_topic=focus_topic, force=True)
 
     # -- cache ------------------------------------------------------------------------------
-    def _simulate(self, sel_keys: list[str], timestamp: float | None) -> CacheInfo:
-        tokens = self.store.tokens
-        block_tokens = [tokens[k]["tiktoken"] for k in sel_keys]
+    def _simulate(self, sel_keys: list[str], block_tokens: list[int], timestamp: float | None) -> CacheInfo:
         info = CacheInfo(uncached=sum(block_tokens) + self._tools_tokens, block_tokens=block_tokens,
                          reason_kind="disabled", reason="no cache simulator")
         if self.simulator is None:

@@ -135,6 +135,7 @@ def replay(
     markers = sorted(session.compactions, key=lambda c: c.message_index)
     marker_pos = 0
     cancelled = False
+    calls_by_index = {c.message_index: c for c in session.api_calls}
     if ok:
         for n, turn in enumerate(session.turns):
             if cancel is not None and cancel.is_set():
@@ -159,7 +160,7 @@ def replay(
                 marker_pos += 1
             first_assistant = next((j for j, i in enumerate(kept) if session.messages[i].get("role") == "assistant"), len(kept))
             inputs = [wire_message(session.messages[i]) for i in kept[:first_assistant]]
-            responder = ReplayResponder(session, kept[first_assistant:])
+            responder = ReplayResponder(session, kept[first_assistant:], calls_by_index)
             ts = session.messages[kept[0]].get("x_timestamp") if kept else None
             host.play_turn(inputs, responder, timestamp=ts)
             if progress is not None:

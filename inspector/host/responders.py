@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from inspector.sessions.model import Session, Usage, wire_message
+from inspector.sessions.model import ApiCall, Session, Usage, wire_message
 
 
 @dataclass
@@ -42,11 +42,11 @@ class Responder(Protocol):
 class ReplayResponder:
     """Teacher forcing: the transcript's own assistant and tool messages, in order."""
 
-    def __init__(self, session: Session, indices: list[int]) -> None:
+    def __init__(self, session: Session, indices: list[int], calls: dict[int, ApiCall] | None = None) -> None:
         self._session = session
         self._indices = indices
         self._pos = 0
-        self._calls = {c.message_index: c for c in session.api_calls}
+        self._calls = calls if calls is not None else {c.message_index: c for c in session.api_calls}
 
     def _peek(self) -> dict[str, Any] | None:
         if self._pos < len(self._indices):

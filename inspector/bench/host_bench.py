@@ -1,0 +1,139 @@
+"""Host benchmark (a script that prints figures, not a test).
+
+Generates a 2,000-turn coding session of realistic size, then measures in the same run:
+- the baseline: tokenising every distinct message once with a fresh counter;
+- the host: replaying the session through an engine (tokenising included), as a ratio to the
+  baseline (target: at most 1.5);
+- the saved trace's size as a ratio to the session file's (target: at most 1.3);
+- peak memory (RSS high-water mark of the process).
+
+Usage: python -m inspector.bench.host_bench [--turns 2000] [--engine NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import tempfile
+import time
+
+from inspector.config import load_config
+from inspector.engines.contract import ContextEngine
+from inspector.sessions.model import ApiCall, Session, Usage, compute_turns
+
+WORDS = ("parser token buffer cache index module request handler config schema value stream "
+         "window context engine summary message result error retry budget threshold").split()
+
+
+def _text(rng: random.Random, n_words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n_words))
+
+
+def _code(rng: random.Random, lines: int) -> str:
+    out = []
+    for i in range(lines):
+        out.append(f"{'    ' * rng.randint(0, 3)}{rng.choice(WORDS)}_{i} = {rng.choice(WORDS)}({rng.randint(0, 999)})")
+    return "\n".join(out)
+
+
+def make_session(turns: int, seed: int = 7) -> Session:
+    rng = random.Random(seed)
+    msgs: list[dict] = [{"role": "system", "content": "You are a coding agent. " + _text(rng, 400)}]
+    calls: list[ApiCall] = []
+    t0 = 1_760_000_000.0
+    for t in range(turns):
+        ts = t0 + t * 45
+        msgs.append({"role": "user", "content": _text(rng, rng.randint(20, 80)), "x_timestamp": ts})
+        for c in range(rng.randint(1, 2)):
+            cid = f"call_{t}_{c}"
+            msgs.append({"role": "assistant", "content": None, "x_timestamp": ts + 1 + c, "tool_calls": [
+                {"id": cid, "type": "function", "function": {"name": "read_file", "arguments": json.dumps(
+                    {"path": f"src/{rng.choice(WORDS)}_{t}.py"})}}]})
+            calls.append(ApiCall(message_index=len(msgs) - 1, usage=Usage(prompt_tokens=0, source="aggregate-only")))
+            msgs.append({"role": "tool", "tool_call_id": cid, "content": _code(rng, rng.randint(20, 110))})
+        msgs.append({"role": "assistant", "content": _text(rng, rng.randint(30, 120)), "x_timestamp": ts + 10})
+        calls.append(ApiCall(message_index=len(msgs) - 1))
+    session = Session(id="bench", source_format="openai", messages=msgs, api_calls=calls)
+    session.turns = compute_turns(msgs)
+    return session
+
+
+class DropOldest(ContextEngine):
+    """A cheap engine, so the figure measures the host rather than an engine's summariser."""
+
+    name = "drop-oldest"
+
+    def update_from_response(self, usage):
+        self.last_prompt_tokens = usage.get("prompt_tokens", 0)
+        self.last_completion_tokens = usage.get("completion_tokens", 0)
+        self.last_total_tokens = usage.get("total_tokens", 0)
+
+    def should_compress(self, prompt_tokens=None):
+        return (prompt_tokens or 0) >= self.threshold_tokens
+
+    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
+        self.compression_count += 1
+        keep = messages[len(messages) * 3 // 4:]
+        while keep and keep[0].get("role") == "tool":
+            keep = keep[1:]
+        return [{"role": "user", "content": f"[CONTEXT SUMMARY]: {len(messages) - len(keep)} messages dropped"}] + keep
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument("--engine", default="", help="engine name to load instead of the built-in drop-oldest")
+    args = parser.parse_args()
+
+    from inspector.host.replay import make_simulator, replay
+    from inspector.sessions.model import wire_message
+    from inspector.tokens.counter import TokenCounter
+    from inspector.trace.io import save_trace
+
+    session = make_session(args.turns)
+    config = load_config(None, {"model": {"context_length": 128000}})
+    with tempfile.TemporaryDirectory() as tmp:
+        session_path = os.path.join(tmp, "session.json")
+        with open(session_path, "w", encoding="utf-8") as fh:
+            json.dump({"messages": [wire_message(m) for m in session.messages]}, fh)
+        session_bytes = os.path.getsize(session_path)
+
+        distinct = {json.dumps(wire_message(m), sort_keys=True): wire_message(m) for m in session.messages}
+        baseline_counter = TokenCounter("cl100k_base")
+        start = time.perf_counter()
+        for msg in distinct.values():
+            baseline_counter.count_message(msg)
+        baseline = time.perf_counter() - start
+
+        if args.engine:
+            from inspector.engines.discovery import load_engine
+
+            loaded = load_engine(args.engine, config)
+        else:
+            loaded = DropOldest()
+        counter, simulator = TokenCounter("cl100k_base"), make_simulator(config)
+        start = time.perf_counter()
+        trace = replay(session, loaded, config, counter=counter, simulator=simulator)
+        host = time.perf_counter() - start
+
+        trace_path = os.path.join(tmp, "trace.json")
+        save_trace(trace, trace_path)
+        trace_bytes = os.path.getsize(trace_path)
+
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"session: {args.turns} turns, {len(session.messages):,} messages, {session_bytes / 1e6:.1f} MB, "
+          f"{len(distinct):,} distinct messages")
+    print(f"trace: {len(trace.events):,} events, {len(trace.requests):,} requests, "
+          f"{len(trace.compress_events)} compress calls, engine {getattr(loaded, 'name', args.engine)}")
+    print(f"baseline (tokenise each distinct message once): {baseline:.2f} s")
+    print(f"host replay: {host:.2f} s  -> ratio {host / baseline:.2f} (target <= 1.5)")
+    print(f"trace file: {trace_bytes / 1e6:.1f} MB -> ratio to session {trace_bytes / session_bytes:.2f} (target <= 1.3)")
+    print(f"peak memory (max RSS): {peak_mb:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
