@@ -54,6 +54,8 @@ def normalize_usage(raw: Any, *, shape: str | None = None, provider: str = "", a
         write = _int(_get(raw, "cache_creation_input_tokens"))
         creation = _get(raw, "cache_creation")
         write_1h = _int(_get(creation, "ephemeral_1h_input_tokens"))
+        # The TTL split is a breakdown of the creation total; if only the split is present, use it.
+        write = max(write, write_1h + _int(_get(creation, "ephemeral_5m_input_tokens")))
         return Usage(
             prompt_tokens=uncached + read + write,
             completion_tokens=_int(_get(raw, "output_tokens")),

@@ -234,6 +234,7 @@ class Host:
         self._status_failed = False
         self._form_cache: dict[int, tuple[dict, dict, dict, str]] = {}
         self._asm: _Assembly | None = None
+        self._write_1h = 0
         self._system_key: str | None = None
         self._system_forms: tuple[dict, dict, str] | None = None
         self._last_usage: dict[str, int] | None = None
@@ -722,12 +723,13 @@ class Host:
             block_tokens = [self.store.tokens[k]["tiktoken"] for k in sel_keys]
         else:
             block_tokens = list(self._assembly().tiks)
-        cache = self._simulate(sel_keys, block_tokens, response.timestamp)
+        cache = self._simulate(sel_keys, block_tokens, response.timestamp, completion)
         if response.usage is not None:
             usage = response.usage
         else:
             usage = Usage(prompt_tokens=tik, completion_tokens=completion, cache_read_tokens=min(cache.read, tik),
-                          cache_write_tokens=min(cache.write, max(0, tik - cache.read)), source="synthesised")
+                          cache_write_tokens=min(cache.write, max(0, tik - cache.read)),
+                          cache_write_1h_tokens=self._write_1h, source="synthesised")
         usage_dict = usage.to_hermes_dict()
         assembled_id = self.store.put_list(keys)
         selected_id = assembled_id if not by_engine else self.store.put_list(sel_keys)
@@ -967,26 +969,36 @@ class Host:
         return self._compress(t, site="manual", focus_topic=focus_topic, force=True)
 
     # -- cache ------------------------------------------------------------------------------
-    def _simulate(self, sel_keys: list[str], block_tokens: list[int], timestamp: float | None) -> CacheInfo:
+    def _simulate(self, sel_keys: list[str], block_tokens: list[int], timestamp: float | None,
+                  completion: int) -> CacheInfo:
         info = CacheInfo(uncached=sum(block_tokens) + self._tools_tokens, block_tokens=block_tokens,
                          reason_kind="disabled", reason="no cache simulator")
         if self.simulator is None:
             return info
+        messages = self.store.messages
+        has_system = bool(sel_keys) and messages[sel_keys[0]].get("role") == "system"
         try:
-            res = self.simulator.simulate(block_keys=list(sel_keys), block_tokens=block_tokens,
-                                          tools_key=self._tools_key, tools_tokens=self._tools_tokens, timestamp=timestamp)
+            res = self.simulator.simulate(
+                block_keys=list(sel_keys), block_tokens=block_tokens, tools_key=self._tools_key,
+                tools_tokens=self._tools_tokens, timestamp=timestamp, has_system=has_system,
+                block_roles=[messages[k].get("role", "?") for k in sel_keys],
+            )
         except Exception as exc:
             info.reason = f"cache simulator failed: {exc}"
             return info
         info.read, info.write, info.uncached = res.read, res.write, res.uncached
         info.break_index, info.reason_kind, info.reason = res.break_index, res.reason_kind, res.reason
-        if res.reason_kind == "prefix_break" and res.break_index is not None:
-            cause = self._break_cause(sel_keys, res.break_index)
+        self._write_1h = getattr(res, "write_1h", 0)
+        diverge = getattr(res, "diverge_index", None)
+        if diverge is not None and res.reason_kind not in ("hit", "cold", "disabled"):
+            cause = self._break_cause(sel_keys, diverge)
             if cause is not None:
                 info.cause_event = cause.index
-                info.reason = f"{res.reason} — changed by {cause.kind} at event {cause.index}"
-            else:
-                info.reason = f"{res.reason} — changed by the request's own assembly (append)"
+                info.reason = f"{res.reason} — message {diverge} changed by {cause.kind} at event {cause.index}"
+        try:
+            info.cost = self.simulator.cost(res.read, res.write, res.uncached, completion)
+        except Exception:
+            info.cost = None
         return info
 
     def _break_cause(self, sel_keys: list[str], break_index: int) -> Event | None:

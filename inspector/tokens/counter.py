@@ -1,0 +1,275 @@
+"""Token counts of chat messages and tool schemas, cached per message.
+
+Counting follows OpenAI's cookbook recipe for chat models ("How to count tokens with
+tiktoken"): every message costs a fixed overhead plus its role and content (and its name,
+plus one), and every reply is primed with a few tokens. Fields the cookbook does not cover
+(tool calls, tool call ids, images) are counted as documented below and labelled estimates.
+Counts are exact only for OpenAI encodings; for other providers they are estimates and the
+provider's reported usage wins (prompt-caching.md §7.1).
+
+The host counts each distinct message once per run, so everything is cached: texts by value,
+messages by key (or by content hash), tool lists by content hash. Text is encoded with
+``encode_ordinary`` (special-token strings in a transcript are just text) and in batches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from inspector.tokens import rough
+from inspector.tokens.encodings import SPECS, TokenizerUnavailable, load_encoding, unavailable_reason
+
+APPROX = "approx"
+
+TOKENS_PER_MESSAGE = 3  # cookbook, gpt-3.5-turbo-0613 / gpt-4 and later: <|start|>{role}\n{content}<|end|>
+TOKENS_PER_NAME = 1  # cookbook: a name field costs one token on top of its text
+REPLY_PRIMING = 3  # cookbook: every reply is primed with <|start|>assistant<|message|>
+# Not in the cookbook; an estimate of the framing around each call (id, type, braces).
+TOKENS_PER_TOOL_CALL = 3
+# Per tool schema framing around its JSON; an estimate (OpenAI renders tools into a hidden format).
+TOKENS_PER_TOOL = 7
+# An image part is never its base64 bytes. OpenAI's tile formula for a 1024×1024 image at high
+# detail is 85 + 4 × 170 = 765; used as a flat estimate since the transcript has no image sizes.
+IMAGE_TOKENS = 765
+
+IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
+_TEXT_FIELDS = ("text", "refusal", "transcript")
+_BATCH_MIN = 16  # below this, a thread pool costs more than it saves
+
+
+def available_tokenizers() -> dict[str, str | None]:
+    """Every tokenizer name → None if usable offline here, else the reason (with the fix)."""
+    out: dict[str, str | None] = {name: unavailable_reason(name) for name in SPECS}
+    out[APPROX] = None
+    return out
+
+
+def content_hash(obj: Any) -> str:
+    """Stable hash of a JSON-able value (sorted keys), used when the caller gives no key."""
+    canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+class TokenCounter:
+    """Counts tokens with one tokenizer: a tiktoken encoding, or ``approx`` (Hermes' chars/4).
+
+    ``approx`` is for users without tiktoken data and mirrors Hermes' rough estimator per
+    message (hermes-host.md §8.1): repr length / 4, plus its fixed figure per image.
+    """
+
+    def __init__(self, tokenizer: str = "cl100k_base") -> None:
+        self.name = tokenizer
+        self._enc = (
+            None if tokenizer == APPROX else load_encoding(tokenizer)
+        )  # may raise TokenizerUnavailable
+        self.exact = self._enc is not None
+        self._texts: dict[str, int] = {}
+        self._messages: dict[str, int] = {}
+        self._tools: dict[str, int] = {}
+
+    # -- text ------------------------------------------------------------------------
+    def count_text(self, text: str) -> int:
+        """Tokens of a plain string (no special tokens: transcript text is ordinary text)."""
+        if not text:
+            return 0
+        n = self._texts.get(text)
+        if n is None:
+            n = self._encode_len(text)
+            self._texts[text] = n
+        return n
+
+    def count_texts(self, texts: Sequence[str]) -> list[int]:
+        """Like :meth:`count_text` for many strings, encoding the uncached ones in one batch."""
+        self._prefill(texts)
+        return [self.count_text(t) for t in texts]
+
+    def _encode_len(self, text: str) -> int:
+        if self._enc is None:
+            return rough.estimate_tokens_rough(text)
+        return len(self._enc.encode_ordinary(text))
+
+    def _prefill(self, texts: Iterable[str]) -> None:
+        missing = list({t for t in texts if t and t not in self._texts})
+        if not missing:
+            return
+        if self._enc is None or len(missing) < _BATCH_MIN:
+            for t in missing:
+                self._texts[t] = self._encode_len(t)
+            return
+        for text, ids in zip(missing, self._enc.encode_ordinary_batch(missing)):
+            self._texts[text] = len(ids)
+
+    # -- messages --------------------------------------------------------------------
+    def count_message(self, message: dict[str, Any], key: str | None = None) -> int:
+        """Tokens one message adds to a request (excluding the per-request reply priming).
+
+        Cached under ``key`` when given (the trace's content key), else under a content hash.
+        """
+        cache_key = key if key is not None else content_hash(message)
+        n = self._messages.get(cache_key)
+        if n is None:
+            n = self._message_tokens(message)
+            self._messages[cache_key] = n
+        return n
+
+    def count_messages(
+        self, messages: Sequence[dict[str, Any]], keys: Sequence[str] | None = None
+    ) -> list[int]:
+        """Per-message counts; the uncached messages' texts are encoded in one batch."""
+        if keys is None:
+            keys = [content_hash(m) for m in messages]
+        if len(keys) != len(messages):
+            raise ValueError("keys and messages differ in length")
+        todo = [m for m, k in zip(messages, keys) if k not in self._messages]
+        if todo and self._enc is not None:
+            texts: list[str] = []
+            for m in todo:
+                texts.extend(_message_texts(m))
+            self._prefill(texts)
+        return [self.count_message(m, k) for m, k in zip(messages, keys)]
+
+    def count_request(self, messages: Sequence[dict[str, Any]], keys: Sequence[str] | None = None) -> int:
+        """Prompt tokens of a chat request's messages: their sum plus the reply priming."""
+        if not messages:
+            return 0
+        return sum(self.count_messages(messages, keys)) + (REPLY_PRIMING if self.exact else 0)
+
+    def _message_tokens(self, message: dict[str, Any]) -> int:
+        if self._enc is None:
+            chars, images = rough.message_rough_chars(message)
+            return rough.rough_from_chars(chars, images)
+        n = TOKENS_PER_MESSAGE
+        n += self.count_text(_as_text(message.get("role")))
+        n += self._content_tokens(message.get("content"))
+        name = message.get("name")
+        if name:
+            n += self.count_text(_as_text(name)) + TOKENS_PER_NAME
+        for call in message.get("tool_calls") or ():
+            n += TOKENS_PER_TOOL_CALL + self._call_tokens(call)
+        legacy = message.get("function_call")
+        if isinstance(legacy, dict):
+            n += TOKENS_PER_TOOL_CALL + self._call_tokens({"function": legacy})
+        call_id = message.get("tool_call_id")
+        if call_id:
+            n += self.count_text(_as_text(call_id))
+        return n
+
+    def _content_tokens(self, content: Any) -> int:
+        if content is None:
+            return 0
+        if isinstance(content, str):
+            return self.count_text(content)
+        if isinstance(content, dict):
+            if content.get("_multimodal"):  # Hermes' multimodal tool result: the parts are what is sent
+                return self._content_tokens(content.get("content") or [])
+            return self.count_text(_as_text(content))
+        if isinstance(content, list):
+            n = 0
+            for part in content:
+                if isinstance(part, str):
+                    n += self.count_text(part)
+                elif isinstance(part, dict):
+                    if part.get("type") in IMAGE_PART_TYPES:
+                        n += IMAGE_TOKENS
+                    else:
+                        n += sum(
+                            self.count_text(part[f]) for f in _TEXT_FIELDS if isinstance(part.get(f), str)
+                        )
+            return n
+        return self.count_text(_as_text(content))
+
+    def _call_tokens(self, call: Any) -> int:
+        if not isinstance(call, dict):
+            return 0
+        fn = call.get("function") or {}
+        if not isinstance(fn, dict):
+            return 0
+        return self.count_text(_as_text(fn.get("name"))) + self.count_text(_as_text(fn.get("arguments")))
+
+    # -- tools -----------------------------------------------------------------------
+    def count_tools(self, schemas: list[dict[str, Any]]) -> int:
+        """Tokens of the tool schemas sent with a request (an estimate: compact JSON + framing).
+
+        Providers render schemas into an undocumented internal format; the compact JSON of each
+        function plus a small fixed framing is close and, above all, stable across requests.
+        For ``approx`` this is Hermes' own ``_estimate_tools_tokens_rough``.
+        """
+        if not schemas:
+            return 0
+        cache_key = content_hash(schemas)
+        n = self._tools.get(cache_key)
+        if n is None:
+            if self._enc is None:
+                n = rough.estimate_tools_tokens_rough(schemas)
+            else:
+                n = 0
+                for tool in schemas:
+                    fn = tool.get("function", tool) if isinstance(tool, dict) else tool
+                    text = json.dumps(fn, ensure_ascii=False, separators=(",", ":"), default=str)
+                    n += TOKENS_PER_TOOL + self.count_text(text)
+            self._tools[cache_key] = n
+        return n
+
+    # -- housekeeping ----------------------------------------------------------------
+    def cache_sizes(self) -> dict[str, int]:
+        return {"texts": len(self._texts), "messages": len(self._messages), "tools": len(self._tools)}
+
+    def clear(self) -> None:
+        self._texts.clear()
+        self._messages.clear()
+        self._tools.clear()
+
+
+def make_counter(
+    tokenizer: str = "cl100k_base", *, fallback: bool = False
+) -> tuple[TokenCounter, str | None]:
+    """A counter for ``tokenizer``; with ``fallback``, cl100k_base (then approx) when it is unavailable.
+
+    Returns the counter and the warning to show (None when the requested tokenizer was used),
+    so a missing o200k file degrades visibly instead of silently.
+    """
+    try:
+        return TokenCounter(tokenizer), None
+    except TokenizerUnavailable as exc:
+        if not fallback:
+            raise
+        for alt in ("cl100k_base", APPROX):
+            if alt == tokenizer:
+                continue
+            try:
+                return TokenCounter(alt), f"{exc} Using {alt} instead."
+            except TokenizerUnavailable:
+                continue
+        raise
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _message_texts(message: dict[str, Any]) -> list[str]:
+    """The strings :meth:`TokenCounter._message_tokens` will encode, for batch prefill."""
+    out = [_as_text(message.get("role"))]
+    content = message.get("content")
+    if isinstance(content, dict) and content.get("_multimodal"):
+        content = content.get("content") or []
+    if isinstance(content, str):
+        out.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict) and part.get("type") not in IMAGE_PART_TYPES:
+                out.extend(part[f] for f in _TEXT_FIELDS if isinstance(part.get(f), str))
+    for call in message.get("tool_calls") or ():
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            out.append(_as_text(fn.get("arguments")))
+    return out

@@ -1,0 +1,54 @@
+"""Cache misses name the engine action that broke the prefix (DESIGN decision 5)."""
+
+from __future__ import annotations
+
+from inspector.cache.simulator import CacheSimulator
+from inspector.host.replay import replay
+from inspector.trace.model import EV_COMPRESS, EV_SELECT
+
+from .conftest import CountingEngine, coding_session
+
+
+class LowThreshold(CountingEngine):
+    def update_model(self, *a, **kw):
+        super().update_model(*a, **kw)
+        self.threshold_tokens = 6000
+
+
+def test_append_only_requests_hit_after_the_first(config):
+    trace = replay(coding_session(4), CountingEngine(), config, simulator=CacheSimulator("anthropic", model="claude-sonnet-4.5"))
+    kinds = [r.cache.reason_kind for r in trace.requests]
+    # The first request is under Anthropic's minimum prefix; from the third on, each request
+    # reads what the previous one wrote.
+    assert kinds[:2] == ["cold", "below_minimum"]
+    assert all(k == "hit" for k in kinds[2:])
+    assert all(r.usage["cache_read_tokens"] > 0 for r in trace.requests[2:])
+    assert all(r.usage["cache_read_tokens"] + r.usage["cache_write_tokens"] <= r.usage["prompt_tokens"]
+               for r in trace.requests)
+
+
+def test_a_compression_is_named_as_the_cause_of_the_miss_after_it(config):
+    trace = replay(coding_session(8), LowThreshold(), config, simulator=CacheSimulator("anthropic", model="claude-sonnet-4.5"))
+    committed = [e for e in trace.events if e.kind == EV_COMPRESS and isinstance(e.result, dict)
+                 and "$list" in e.result and not e.result.get("unchanged")]
+    assert committed
+    after = next(r for r in trace.requests if r.event > committed[0].index)
+    assert after.cache.reason_kind == "prefix_break"
+    assert after.cache.cause_event == committed[0].index
+    assert "compress" in after.cache.reason
+
+
+def test_select_context_rewriting_history_is_named(config):
+    class Rewrites(CountingEngine):
+        def select_context(self, request_messages, **kw):
+            if len(request_messages) < 6:
+                return None
+            out = list(request_messages)
+            out[2] = {**out[2], "content": "rewritten by the engine"}
+            return out
+
+    trace = replay(coding_session(4), Rewrites(), config, simulator=CacheSimulator("anthropic", model="claude-sonnet-4.5"))
+    broken = [r for r in trace.requests if r.cache.reason_kind == "prefix_break"]
+    assert broken
+    cause = trace.events[broken[0].cache.cause_event]
+    assert cause.kind == EV_SELECT
