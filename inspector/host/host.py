@@ -319,7 +319,7 @@ class Host:
             duration=outcome.duration,
             args=record_args or {},
             fault=outcome.fault,
-            thread=outcome.thread,
+            thread=outcome.thread if on_pool else None,  # inline hooks run on the host thread
         )
         event.state = self._state()
         event.status = self._status()
@@ -971,7 +971,8 @@ class Host:
     # -- cache ------------------------------------------------------------------------------
     def _simulate(self, sel_keys: list[str], block_tokens: list[int], timestamp: float | None,
                   completion: int) -> CacheInfo:
-        info = CacheInfo(uncached=sum(block_tokens) + self._tools_tokens, block_tokens=block_tokens,
+        # block_tokens stays empty: it is derivable from the selected list and per-key counts.
+        info = CacheInfo(uncached=sum(block_tokens) + self._tools_tokens,
                          reason_kind="disabled", reason="no cache simulator")
         if self.simulator is None:
             return info

@@ -206,22 +206,43 @@ _EVENT_DEFAULTS: dict[str, Any] = {
 }
 
 
-def _encode_event(ev: Event) -> dict[str, Any]:
+def _encode_event(ev: Event, state_before: Any = None, status_before: Any = None) -> dict[str, Any]:
+    """An event without defaults; state and status only where they changed.
+
+    ``Trace.finish`` carries the engine state forward and ``status_at`` looks back, so an
+    unchanged snapshot costs nothing to drop, and most hooks change neither.
+    """
+    same_state = ev.state is not None and ev.state == state_before
+    same_status = ev.status is not None and ev.status == status_before
     d: dict[str, Any] = {
         "kind": ev.kind,
         "turn": ev.turn,
         "request": ev.request,
-        "t": ev.t,
-        "duration": ev.duration,
+        "t": round(ev.t, 6),
+        "duration": round(ev.duration, 6),
         "args": ev.args,
         "result": ev.result,
-        "state": list(ev.state) if ev.state is not None else None,
-        "status": ev.status,
+        # 0 means "the same as the last event that had one"; absent means None.
+        "state": 0 if same_state else (list(ev.state) if ev.state is not None else None),
+        "status": 0 if same_status else ev.status,
         "fault": ev.fault.to_json() if ev.fault is not None else None,
         "thread": ev.thread,
         "note": ev.note,
     }
     return _drop_defaults(d, _EVENT_DEFAULTS)
+
+
+def _encode_events(events: Sequence[Event]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    state: Any = None
+    status: Any = None
+    for ev in events:
+        out.append(_encode_event(ev, state, status))
+        if ev.state is not None:
+            state = ev.state
+        if ev.status is not None:
+            status = ev.status
+    return out
 
 
 def _field_defaults(cls: type) -> dict[str, Any]:
@@ -274,7 +295,7 @@ def _encode_run(trace: Trace) -> dict[str, Any]:
     return {
         "meta": trace.meta,
         "lists": _encode_lists(trace.store.lists),
-        "events": [_encode_event(ev) for ev in trace.events],
+        "events": _encode_events(trace.events),
         "requests": _encode_requests(trace.requests),
         "marks": [_encode_mark(m) for m in trace.marks],
         "tool_schemas": trace.tool_schemas,
@@ -464,10 +485,16 @@ def _decode_lists(encoded: Any, messages: dict[str, Any]) -> list[tuple[str, ...
     return lists
 
 
-def _decode_event(d: Any) -> Event:
+def _decode_event(d: Any, state_before: Any = None, status_before: Any = None) -> Event:
     _expect(isinstance(d, dict) and isinstance(d.get("kind"), str), "an event has no kind")
     fault = d.get("fault")
     state = d.get("state")
+    status = d.get("status")
+    if state == 0:
+        state = state_before
+    if status == 0:
+        status = status_before
+    _expect(state is None or isinstance(state, (list, tuple)), "an event's state is not a list")
     return Event(
         index=0,
         kind=d["kind"],
@@ -478,7 +505,7 @@ def _decode_event(d: Any) -> Event:
         args=d.get("args", {}),
         result=d.get("result"),
         state=tuple(state) if state is not None else None,
-        status=d.get("status"),
+        status=status,
         fault=Fault(fault["kind"], fault["message"], fault.get("traceback")) if fault is not None else None,
         thread=d.get("thread"),
         note=d.get("note"),
@@ -530,8 +557,12 @@ def _decode_run(
     for i, tup in enumerate(_decode_lists(run.get("lists", []), messages)):
         if store.put_list(tup) != i:
             store.lists.append(tup)  # a duplicate list (never written by us): keep ids stable
+    state: Any = None
+    status: Any = None
     for d in run.get("events", []):
-        trace.add_event(_decode_event(d))
+        ev = trace.add_event(_decode_event(d, state, status))
+        state = ev.state if ev.state is not None else state
+        status = ev.status if ev.status is not None else status
     requests = run.get("requests", [])
     _expect(isinstance(requests, list), "'requests' is not a list")
     prev_blocks: list[int] = []
