@@ -63,7 +63,8 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def print_turn_table(traces: list, names: list[str], out=sys.stdout) -> None:
+def print_turn_table(traces: list, names: list[str], out=None) -> None:
+    out = out or sys.stdout
     from inspector.trace.summary import per_turn_rows
 
     tables = [{r["turn"]: r for r in per_turn_rows(t)} for t in traces]
@@ -90,16 +91,22 @@ def print_turn_table(traces: list, names: list[str], out=sys.stdout) -> None:
     _print_table(header, rows, out)
 
 
-def _print_table(header: list[str], rows: list[list[Any]], out) -> None:
+def _print_table(header: list[str], rows: list[list[Any]], out, left: tuple[int, ...] = (-1,)) -> None:
+    """Numbers right-aligned; the columns in ``left`` (text) left-aligned."""
     cells = [[_fmt(c) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
-    last = len(header) - 1
-    out.write("  ".join(h.ljust(w) if i == last else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))) + "\n")
+    lefts = {i % len(header) for i in left}
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.ljust(w) if i in lefts else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
+
+    out.write(line(header).rstrip() + "\n")
     for r in cells:
-        out.write("  ".join(c.ljust(w) if i == last else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) + "\n")
+        out.write(line(r).rstrip() + "\n")
 
 
-def print_summary(traces: list, names: list[str], out=sys.stdout) -> None:
+def print_summary(traces: list, names: list[str], out=None) -> None:
+    out = out or sys.stdout
     from inspector.trace.summary import SUMMARY_ROWS, summarise
 
     sums = [summarise(t) for t in traces]
@@ -111,7 +118,7 @@ def print_summary(traces: list, names: list[str], out=sys.stdout) -> None:
             vals = [f"{v * 100:.1f}%" for v in vals]
         rows.append([label] + vals)
     out.write("\n")
-    _print_table(header, rows, out)
+    _print_table(header, rows, out, left=(0,))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
-    names = args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]
+    engines = args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]
+    names = unique_labels(engines)
     try:
         session = load_session(args.session, format=args.format, session_id=args.session_id)
     except ReaderError as exc:
@@ -138,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in session.warnings[:20]:
         print(f"warning: {warning}", file=sys.stderr)
     try:
-        traces = run_engines(session, names, config, plugin_dirs, quiet=args.quiet or args.json)
+        traces = run_engines(session, engines, config, plugin_dirs, quiet=args.quiet or args.json)
     except EngineLoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -161,6 +169,16 @@ def run(args: argparse.Namespace) -> int:
     print_turn_table(traces, names)
     print_summary(traces, names)
     return 0
+
+
+def unique_labels(names: list[str]) -> list[str]:
+    """``compressor, compressor`` → ``compressor, compressor#2`` so columns and files stay distinct."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
 
 
 def _per_engine_path(out: str, name: str) -> str:

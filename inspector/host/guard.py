@@ -9,6 +9,7 @@ Python; the replay runs on a worker thread, so the window stays responsive and C
 
 from __future__ import annotations
 
+import contextvars
 import ctypes
 import queue
 import threading
@@ -177,10 +178,11 @@ def call_on_pool(fn: Callable[[], Any], timeout: float | None) -> CallOutcome:
     """Run ``fn`` on a pooled daemon thread and wait at most ``timeout`` seconds."""
     start = time.perf_counter()
     holder: dict[str, str] = {}
+    context = contextvars.copy_context()  # Hermes propagates ContextVars to the worker
 
     def job() -> Any:
         holder["thread"] = threading.current_thread().name
-        return fn()
+        return context.run(fn)
 
     fut = COMPRESS_POOL.submit(job)
     if fut is None:

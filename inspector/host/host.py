@@ -219,7 +219,7 @@ class Host:
         self.session_id = session_id
         self.counter = counter
         self.simulator = simulator
-        self.trace = trace or Trace()
+        self.trace = trace if trace is not None else Trace()
         self.store = self.trace.store
         self.plugin_manager = plugin_manager
         self.engine_is_builtin = engine_is_builtin

@@ -121,3 +121,21 @@ def test_summary_without_user_gets_the_latest_user_message_back(config, nocache)
     trace = replay(coding_session(5), DropsUsers(), config, simulator=nocache)
     after = trace.store.materialise(committed(trace)[0].result["$list"])
     assert [m["role"] for m in after] == ["user", "assistant"]
+
+
+def test_context_variables_reach_the_compress_worker(config, nocache):
+    import contextvars
+
+    current = contextvars.ContextVar("session", default=None)
+    seen = []
+
+    class UsesContext(LowThreshold):
+        def on_session_start(self, session_id, **kw):
+            current.set(session_id)
+
+        def compress(self, messages, **kw):
+            seen.append(current.get())
+            return super().compress(messages, **kw)
+
+    replay(coding_session(6), UsesContext(), config, simulator=nocache)
+    assert seen and set(seen) == {"test-session"}
