@@ -93,6 +93,8 @@ HOST_DIFFERENCES = [
     "Engine tool calls found in the transcript are dispatched to the engine; the transcript's recorded result "
     "stays in the history and the engine's result is recorded beside it.",
     "Compaction summaries written by the original agent are not replayed into the history; they appear as markers.",
+    "During a replay, the built-in compressor's failure-cooldown clock follows the transcript's timestamps "
+    "(30 s per request without them); plugin engines see the wall clock.",
     "Inline hooks run under a watchdog (inspector.hook_timeout_seconds); Hermes has no such timeout.",
 ]
 
@@ -168,6 +170,37 @@ class HostSettings:
         self.platform = "cli"
 
 
+class SessionClock:
+    """Time as the transcript lived it, for engines' failure cooldowns during a replay.
+
+    A replay runs a two-hour session in seconds, so a cooldown measured on the wall clock would
+    outlast the whole replay. The clock follows the transcript's timestamps (or advances a fixed
+    step per request when there are none), keeping monotonic semantics.
+    """
+
+    STEP_WITHOUT_TIMESTAMPS = 30.0
+
+    def __init__(self) -> None:
+        self._base = time.monotonic()
+        self._first: float | None = None
+        self._offset = 0.0
+
+    def observe(self, timestamp: float | None) -> None:
+        if timestamp is None:
+            self._offset += self.STEP_WITHOUT_TIMESTAMPS
+            return
+        try:
+            ts = float(timestamp)
+        except (TypeError, ValueError):
+            return
+        if self._first is None:
+            self._first = ts
+        self._offset = max(self._offset, ts - self._first)
+
+    def __call__(self) -> float:
+        return self._base + self._offset
+
+
 class _Assembly:
     """The request forms of one history list, with running token sums."""
 
@@ -212,8 +245,10 @@ class Host:
         engine_is_builtin: bool = False,
         hermes_home: str = "",
         model: str | None = None,
+        session_clock: bool = False,
     ) -> None:
         self.engine = engine
+        self.clock = SessionClock() if session_clock else None
         self.config = config
         self.settings = HostSettings(config, model=model)
         self.session_id = session_id
@@ -245,6 +280,7 @@ class Host:
         self._tools_tokens = 0
         self._tools_rough = 0
         self._compress_attempts = 0
+        self._overflow_attempts = 0
         self._turn_user: dict[str, Any] | None = None
         self._turn_calls = 0
         self._overrides = {
@@ -391,6 +427,12 @@ class Host:
         """Hermes' agent construction (§2.2, §13.1). False when the host must stop (as Hermes would)."""
         engine = self.engine
         s = self.settings
+        if self.clock is not None and callable(getattr(engine, "_clock", None)):
+            try:
+                engine._clock = self.clock
+                self.note("engine cooldown clock follows the transcript's timestamps")
+            except Exception:
+                pass
         if not self.engine_is_builtin:
             if s.model_thresholds:
                 try:
@@ -479,7 +521,10 @@ class Host:
     def play_turn(self, inputs: list[dict[str, Any]], responder: Responder, *, timestamp: float | None = None) -> None:
         """One user turn: append the inputs, preflight, then provider calls until the responder stops."""
         self.turn += 1
+        if self.clock is not None and timestamp is not None:
+            self.clock.observe(timestamp)
         self._compress_attempts = 0
+        self._overflow_attempts = 0
         self._turn_calls = 0
         self._last_usage = None
         user = next((m for m in inputs if m.get("role") == "user"), None)
@@ -695,14 +740,48 @@ class Host:
                 committed = self._compress(pressure, site="pre_api")
                 if committed:
                     continue
-            elif self._compress_attempts >= s.max_attempts and s.compression_enabled:
-                pass
+            if self._overflow(tik, pressure):
+                continue
             break
         response = responder.respond(list(selected), self.tools)
         if response is None:
             return None
+        if self.clock is not None:
+            self.clock.observe(response.timestamp)
         self._turn_calls += 1
         return self._record_response(response, responder, keys, sel_keys, by_engine, pressure, tik)
+
+    def _overflow(self, tik: int, rough: int) -> bool:
+        """The simulated provider rejects a request over the window (§2.7 context-overflow path).
+
+        Hermes then compresses (up to 3 attempts a turn, success = fewer rows or < 95 % of the
+        rough tokens) and retries; when that fails the turn ends with ``compression_exhausted``.
+        The replay records that verdict and goes on with the transcript (teacher forcing).
+        True when a compression committed and the request must be re-assembled.
+        """
+        ctx = _as_int(getattr(self.engine, "context_length", 0)) or self.settings.context_length
+        if not ctx or tik <= ctx:
+            return False
+        if not self.settings.compression_enabled:
+            self.fault("context_overflow", f"request of {tik:,} tokens exceeds the {ctx:,}-token window and "
+                       "compression is disabled: Hermes would end the turn with an error here")
+            return False
+        if self._overflow_attempts >= 3:
+            self.fault("compression_exhausted", f"request of {tik:,} tokens still exceeds the {ctx:,}-token window "
+                       "after 3 compression attempts: Hermes would end this turn (compression_exhausted); "
+                       "the replay continues with the transcript")
+            return False
+        self._overflow_attempts += 1
+        self.fault("context_overflow", f"the provider would reject this request: {tik:,} tokens > {ctx:,}-token "
+                   f"window; Hermes compresses and retries (attempt {self._overflow_attempts} of 3)")
+        rows = len(self.history)
+        committed = self._compress(rough, site="overflow")
+        if committed and (len(self.history) < rows or self._history_rough() < 0.95 * rough):
+            return True
+        if committed:
+            return True
+        self._overflow_attempts = 3
+        return self._overflow(tik, rough)
 
     def _record_response(
         self,
@@ -854,7 +933,8 @@ class Host:
             if callable(blocked_fn):
                 out = call_inline(blocked_fn, e, timeout=self.settings.hook_timeout)
                 if out.ok and out.value:
-                    self.note("automatic compression blocked by the engine (_automatic_compression_blocked)", site=site)
+                    self.note(f"automatic compression blocked by the engine: {self._blocked_reason(approx_tokens)}",
+                              site=site)
                     return False
         candidates = {"current_tokens": approx_tokens, "focus_topic": focus_topic, "force": force}
         kwargs = supported_compress_kwargs(e.compress, candidates)
@@ -943,6 +1023,22 @@ class Host:
         if count >= 2:
             self.note(f"Session compressed {count} times — accuracy may degrade (Hermes warns here)")
         return True
+
+    def _blocked_reason(self, tokens: int) -> str:
+        """Why the engine refuses to compress, in its own words where it gives any."""
+        info = getattr(self.engine, "should_compress_info", None)
+        if callable(info) and self._overrides["should_compress_info"]:
+            out = call_inline(info, tokens, timeout=self.settings.hook_timeout)
+            if out.ok and isinstance(out.value, tuple) and len(out.value) == 2 and out.value[1]:
+                return str(out.value[1])
+        e = self.engine
+        parts = []
+        if _as_int(getattr(e, "_fallback_compression_streak", 0)) >= 2:
+            parts.append(f"{e._fallback_compression_streak} compactions in a row used the fallback summary "
+                         "(no auxiliary LLM answered)")
+        if _as_int(getattr(e, "_ineffective_compression_count", 0)) >= 2:
+            parts.append("the last compactions did not bring the prompt under the threshold")
+        return "; ".join(parts) or "_automatic_compression_blocked() returned True"
 
     def _ensure_user_turn(self, compressed: list[dict[str, Any]], before: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Hermes' _ensure_compressed_has_user_turn (§4.4 step 5)."""

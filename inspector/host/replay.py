@@ -127,7 +127,7 @@ def replay(
         engine, config, session_id=session_identifier(session), system_prompt=session.system_prompt(),
         session_tools=session.tools, counter=counter, simulator=simulator, trace=trace,
         plugin_manager=getattr(loaded, "plugin_manager", None), engine_is_builtin=bool(is_builtin),
-        hermes_home=str(getattr(sandbox, "path", sandbox) or ""), model=model,
+        hermes_home=str(getattr(sandbox, "path", sandbox) or ""), model=model, session_clock=True,
     )
     started = time.perf_counter()
     ok = host.start()

@@ -126,3 +126,33 @@ def test_small_context_length_stops_like_hermes(config, nocache):
     trace = replay(coding_session(2), CountingEngine(), config, simulator=nocache)
     assert not trace.requests
     assert any("64000" in trace.events[i].fault.message for i in trace.fault_events)
+
+
+def test_a_request_over_the_window_triggers_overflow_compaction_then_exhaustion(config, nocache):
+    class NeverCompresses(CountingEngine):
+        def should_compress(self, prompt_tokens=None):
+            return False
+
+        def compress(self, messages, **kw):
+            return messages  # no progress
+
+    config["model"]["context_length"] = 64000
+    trace = replay(coding_session(20, tool_chars=16000), NeverCompresses(), config, simulator=nocache)
+    kinds = [trace.events[i].fault.kind for i in trace.fault_events]
+    assert "context_overflow" in kinds and "compression_exhausted" in kinds
+    first = next(i for i in trace.fault_events if trace.events[i].fault.kind == "context_overflow")
+    assert trace.events[first + 1].kind == "compress" and trace.events[first + 1].args["site"] == "overflow"
+    # Teacher forcing: every recorded call is still replayed.
+    assert len(trace.requests) == 40
+
+
+def test_the_compressor_cooldown_follows_transcript_time(config, nocache):
+    from inspector.host.host import SessionClock
+
+    clock = SessionClock()
+    start = clock()
+    clock.observe(1000.0)
+    clock.observe(1600.0)
+    assert clock() - start == 600.0
+    clock.observe(None)  # no timestamp: a fixed step
+    assert clock() - start == 600.0 + SessionClock.STEP_WITHOUT_TIMESTAMPS
