@@ -8,6 +8,7 @@ the original agent compacted.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import threading
 import time
@@ -85,6 +86,21 @@ def _public_config(config: dict[str, Any]) -> dict[str, Any]:
     return scrub(config)
 
 
+def _pin_summary_date(engine: Any, session: Session) -> None:
+    """Summaries carry "today's" date; pin it to the session's so a replay is reproducible."""
+    if not hasattr(engine, "_now") or getattr(engine, "_now", None) is not None:
+        return
+    ts = session.started_at
+    if ts is None:
+        ts = next((m.get("x_timestamp") for m in session.messages if m.get("x_timestamp") is not None), None)
+    if ts is None:
+        return
+    try:
+        engine._now = datetime.datetime.fromtimestamp(float(ts), tz=datetime.timezone.utc).date()
+    except (TypeError, ValueError, OverflowError, OSError):
+        pass
+
+
 def replay(
     session: Session,
     loaded: Any,
@@ -129,6 +145,7 @@ def replay(
         plugin_manager=getattr(loaded, "plugin_manager", None), engine_is_builtin=bool(is_builtin),
         hermes_home=str(getattr(sandbox, "path", sandbox) or ""), model=model, session_clock=True,
     )
+    _pin_summary_date(engine, session)
     started = time.perf_counter()
     ok = host.start()
     total = len(session.turns)

@@ -1,0 +1,1215 @@
+"""The built-in ``compressor`` engine: our own implementation of Hermes' ``ContextCompressor``.
+
+It reproduces the observable behaviour described in ``reference/hermes-host.md`` §6 (and the
+parts of §1.5, §4 and §5 that concern it) so that replays with the default engine compact at the
+same moments, keep the same head and tail, and leave the same flags for the host as Hermes
+would. Third-party engines subclass Hermes' class and call its helpers, so the method names,
+signatures and attribute names here are Hermes' own; the compatibility layer exposes this class
+as ``agent.context_compressor.ContextCompressor``.
+
+Summaries come from ``inspector.llm.aux.call_llm`` when an auxiliary endpoint is configured
+(answers are cached on disk by request hash), otherwise from the deterministic fallback Hermes
+writes without an LLM, so offline replays are reproducible.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from typing import Any
+
+from inspector.engines import compressor_summary as _summary
+from inspector.engines.compressor_prune import (
+    IMAGE_PART_TYPES,
+    build_call_map,
+    is_placeholder,
+    prunable_boundary,
+    prune_old_tool_results,
+    summarize_tool_result,
+    tool_call_id_of,
+)
+from inspector.engines.compressor_summary import (
+    END_MARKER,
+    LEGACY_SUMMARY_PREFIX,
+    MERGED_PRIOR_CLOSE,
+    MERGED_PRIOR_OPEN,
+    SUMMARY_PREFIX,
+    SYSTEM_COMPACTION_NOTE,
+    is_real_user_message,
+    is_summary_message,
+    message_text,
+    strip_think_blocks,
+    summary_body_from_text,
+)
+from inspector.engines.contract import ContextEngine, resolve_model_threshold, sanitize_memory_context
+from inspector.engines.redact import redact_sensitive_text
+from inspector.tokens.rough import estimate_messages_tokens_rough, message_rough_chars
+
+__all__ = [
+    "SUMMARY_PREFIX",
+    "LEGACY_SUMMARY_PREFIX",
+    "END_MARKER",
+    "ContextCompressor",
+    "lookup_context_length",
+    "compute_threshold_tokens",
+    "effective_threshold_percent",
+]
+
+logger = logging.getLogger(__name__)
+
+# --------------------------------------------------------------------------------------------
+# Constants (hermes-host.md §6.1, §6.8, §8.3)
+# --------------------------------------------------------------------------------------------
+
+MINIMUM_CONTEXT_LENGTH = 64_000
+SMALL_CONTEXT_LIMIT = 512_000
+SMALL_CONTEXT_PERCENT_FLOOR = 0.75
+THRESHOLD_TOKENS_FLOOR = 64_000
+THRESHOLD_CEILING_RATIO = 0.85
+DEFAULT_CONTEXT_LENGTH = 256_000
+SUMMARY_RATIO_MIN = 0.10
+SUMMARY_RATIO_MAX = 0.80
+MAX_SUMMARY_TOKENS_CAP = 10_000
+SUMMARY_BUDGET_MIN = 2000
+SUMMARY_BUDGET_RATIO = 0.20
+
+COOLDOWN_NO_PROVIDER = 600.0
+COOLDOWN_TIMEOUT_LADDER = (60.0, 300.0, 900.0)
+COOLDOWN_TRANSIENT = 30.0
+COOLDOWN_OTHER = 60.0
+ANTI_THRASH_LIMIT = 2
+
+NO_PROVIDER_ERROR = "no auxiliary LLM provider configured"
+TOOL_CALL_REMOVED = "(tool call removed)"
+IMAGE_STRIPPED_TEXT = "[Attached image — stripped after compression]"
+
+AUTO_FOCUS_HEADER = "Recent user focus:"
+AUTO_FOCUS_ITEMS = 3
+AUTO_FOCUS_ITEM_CHARS = 260
+AUTO_FOCUS_TOTAL_CHARS = 700
+
+_REASONING_KEYS = ("reasoning", "reasoning_content", "reasoning_details", "codex_reasoning_items", "codex_message_items")
+_IMAGE_BUDGET_TOKENS_CHARS = 6400
+
+# A small, offline table of context windows (longest matching substring wins). Hermes asks
+# endpoints and metadata services; the inspector must not, so unknown models get Hermes' final
+# default of 256 000 and users set ``model.context_length`` for anything else.
+_CONTEXT_TABLE: dict[str, int] = {
+    "claude": 200_000,
+    "gpt-4o": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-5": 400_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "gemini": 1_048_576,
+    "deepseek": 128_000,
+    "qwen": 131_072,
+    "llama": 131_072,
+    "mistral": 128_000,
+    "kimi": 262_144,
+    "glm": 128_000,
+    "grok-4": 256_000,
+}
+
+
+def lookup_context_length(model: str, config_context_length: Any = None) -> int:
+    """Context window for ``model``: explicit config first, else the offline table, else 256 000."""
+    explicit = _positive_int(config_context_length)
+    if explicit:
+        return explicit
+    name = (model or "").lower()
+    best = ""
+    for key in _CONTEXT_TABLE:
+        if key in name and len(key) > len(best):
+            best = key
+    return _CONTEXT_TABLE[best] if best else DEFAULT_CONTEXT_LENGTH
+
+
+def effective_threshold_percent(percent: float, context_length: int) -> float:
+    """Below a 512K window Hermes never compacts before 75 % (raise-only floor)."""
+    if context_length < SMALL_CONTEXT_LIMIT:
+        return max(float(percent), SMALL_CONTEXT_PERCENT_FLOOR)
+    return float(percent)
+
+
+def compute_threshold_tokens(context_length: int, percent: float, max_tokens: int | None = None) -> int:
+    """Hermes' trigger point: percent of the window left after output, at least 64K, below the window.
+
+    When the 64K minimum reaches the usable window itself, the trigger drops to 85 % of it so
+    there is still room to compact (64K window -> 54 400).
+    """
+    usable = context_length - max_tokens if max_tokens else context_length
+    if usable <= 0:
+        usable = context_length
+    value = int(usable * percent)
+    floored = max(value, THRESHOLD_TOKENS_FLOOR)
+    if floored >= usable:
+        return max(1, min(int(usable * THRESHOLD_CEILING_RATIO), usable - 1))
+    return floored
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if value > 0 else None
+
+
+def _as_int(value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _role(message: Any) -> str | None:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+def _copy_row(message: dict[str, Any]) -> dict[str, Any]:
+    out = dict(message)
+    out.pop("_db_persisted", None)
+    return out
+
+
+class _EmptySummaryError(RuntimeError):
+    """The summariser answered with nothing usable."""
+
+
+# --------------------------------------------------------------------------------------------
+# The engine
+# --------------------------------------------------------------------------------------------
+
+
+class ContextCompressor(ContextEngine):
+    """Hermes' default engine: prune old tool output, summarise the middle, keep head and tail."""
+
+    def __init__(
+        self,
+        model: str,
+        threshold_percent: float = 0.50,
+        protect_first_n: int = 3,
+        protect_last_n: int = 20,
+        summary_target_ratio: float = 0.20,
+        summary_model_override: str | None = None,
+        quiet_mode: bool = False,
+        base_url: str = "",
+        api_key: str = "",
+        config_context_length: int | None = None,
+        provider: str = "",
+        api_mode: str = "",
+        abort_on_summary_failure: bool = False,
+        max_tokens: int | None = None,
+        *,
+        now: Any = None,
+        clock: Callable[[], float] | None = None,
+        model_thresholds: dict[str, Any] | None = None,
+        proactive_prune_tokens: int = 0,
+        proactive_prune_min_result_chars: int = 8000,
+        proactive_prune_min_reclaim_tokens: int = 4096,
+    ) -> None:
+        """Arguments and defaults are Hermes' (§6.1); keyword-only extras exist for the inspector.
+
+        ``now`` (a date, datetime, string or a callable returning one) fixes the date in the
+        summary prompt's TEMPORAL ANCHORING line so replays are reproducible; ``clock`` replaces
+        ``time.monotonic`` for failure cooldowns; ``model_thresholds`` is
+        ``compression.model_thresholds``; the ``proactive_prune_*`` values are the [M] knobs.
+        """
+        self.model = model or ""
+        self.base_url = base_url or ""
+        self.api_key = api_key or ""
+        self.provider = provider or ""
+        self.api_mode = api_mode or ""
+        self.quiet_mode = bool(quiet_mode)
+        self.summary_model = summary_model_override or ""
+        self.protect_first_n = max(0, int(protect_first_n))
+        self.protect_last_n = max(0, int(protect_last_n))
+        self.summary_target_ratio = min(SUMMARY_RATIO_MAX, max(SUMMARY_RATIO_MIN, float(summary_target_ratio)))
+        self.abort_on_summary_failure = bool(abort_on_summary_failure)
+        self.max_tokens = _positive_int(max_tokens)
+        self.config_context_length = config_context_length
+        if model_thresholds is not None or "_model_thresholds" not in vars(self):
+            self._model_thresholds: dict[str, Any] = dict(model_thresholds or {})
+        self.proactive_prune_tokens = max(0, _as_int(proactive_prune_tokens))
+        self.proactive_prune_min_result_chars = max(200, _as_int(proactive_prune_min_result_chars))
+        self.proactive_prune_min_reclaim_tokens = max(0, _as_int(proactive_prune_min_reclaim_tokens))
+        self._now = now
+        self._clock: Callable[[], float] = clock or time.monotonic
+
+        # The configured percent is snapshotted once; every recomputation starts from it.
+        self._config_threshold_percent = float(threshold_percent)
+        self.context_length = lookup_context_length(self.model, config_context_length)
+        self._apply_thresholds()
+
+        # Token tracking (the host reads and writes these, §4.6 / §5).
+        self.last_prompt_tokens = 0
+        self.last_completion_tokens = 0
+        self.last_total_tokens = 0
+        self.last_real_prompt_tokens = 0
+        self.last_compression_rough_tokens = 0
+        self.awaiting_real_usage_after_compression = False
+        self._rough_baseline_tokens: int | None = None
+        self._rough_baseline_pending = False
+
+        self.compression_count = 0
+        self._previous_summary: str | None = None
+
+        # Per-call flags the host reads after compress().
+        self._last_compress_aborted = False
+        self._last_summary_error: str | None = None
+        self._last_summary_fallback_used = False
+        self._last_summary_dropped_count = 0
+        self._last_compression_made_progress = False
+        self._last_summary_from_cache = False
+        self._last_summary_prompt: str | None = None
+        self._last_summary_auth_failure = False
+        self._last_summary_network_failure = False
+        self._last_aux_model_failure_model: str | None = None
+        self._last_aux_model_failure_error: str | None = None
+        self._summary_model_fallen_back = False
+        self._last_compression_savings_pct = 0.0
+
+        # Anti-thrash and cooldowns (§6.8).
+        self._ineffective_compression_count = 0
+        self._fallback_compression_streak = 0
+        self._verify_compaction_cleared_threshold = False
+        self._summary_failure_cooldown_until = 0.0
+        self._summary_failure_kind: str | None = None
+        self._consecutive_timeout_failures = 0
+
+        self._proactive_prune_watermark: int | None = None
+        self._session_db: Any = None
+        self._session_id = ""
+        self._compress_lock = threading.RLock()
+
+    # Locks cannot be copied; Hermes deep-copies general-plugin engines (and subclasses of this
+    # class) per agent, so the copy gets a fresh lock.
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_compress_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._compress_lock = threading.RLock()
+
+    @property
+    def name(self) -> str:
+        return "compressor"
+
+    @property
+    def model_thresholds(self) -> dict[str, Any]:
+        """``compression.model_thresholds``; assigning it re-derives the thresholds at once.
+
+        Hermes' host sets the map before the first ``update_model``; the inspector's loader sets
+        it right after construction, so the assignment itself must take effect.
+        """
+        return self._model_thresholds
+
+    @model_thresholds.setter
+    def model_thresholds(self, value: dict[str, Any] | None) -> None:
+        self._model_thresholds = dict(value or {})
+        if "_config_threshold_percent" in vars(self):
+            self._apply_thresholds()
+
+    # ----------------------------------------------------------------------------------------
+    # Thresholds and model switches (§6.1, §1.5)
+    # ----------------------------------------------------------------------------------------
+
+    def _apply_thresholds(self) -> None:
+        """Configured percent → per-model override → small-window floor → tokens and budgets."""
+        self._base_threshold_percent = resolve_model_threshold(
+            self.model, self.model_thresholds, self._config_threshold_percent, self.provider
+        )
+        self.threshold_percent = effective_threshold_percent(self._base_threshold_percent, self.context_length)
+        self.threshold_tokens = compute_threshold_tokens(self.context_length, self.threshold_percent, self.max_tokens)
+        self.tail_token_budget = int(self.threshold_tokens * self.summary_target_ratio)
+        self.max_summary_tokens = min(int(self.context_length * 0.05), MAX_SUMMARY_TOKENS_CAP)
+
+    def update_model(
+        self,
+        model: str,
+        context_length: int,
+        base_url: str = "",
+        api_key: str = "",
+        provider: str = "",
+        api_mode: str = "",
+        max_tokens: int | None = None,
+    ) -> None:
+        """Re-derive every threshold for a new model/window and forget token state of the old one.
+
+        A change of route (model, provider, base URL or API mode) also resets the fallback
+        streak and clears summary cooldowns: failures on the old route say nothing about the new.
+        ``max_tokens=None`` keeps the current output reservation.
+        """
+        route_changed = (
+            (model or "") != self.model
+            or (provider or "") != self.provider
+            or (base_url or "") != self.base_url
+            or (api_mode or "") != self.api_mode
+        )
+        self.model = model or ""
+        self.base_url = base_url or ""
+        self.api_key = api_key or ""
+        self.provider = provider or ""
+        self.api_mode = api_mode or ""
+        if max_tokens is not None:
+            self.max_tokens = _positive_int(max_tokens)
+        self.context_length = _positive_int(context_length) or lookup_context_length(self.model)
+        self._apply_thresholds()
+        self.last_prompt_tokens = 0
+        self.last_completion_tokens = 0
+        self.last_total_tokens = 0
+        self.last_real_prompt_tokens = 0
+        self._rough_baseline_tokens = None
+        self._rough_baseline_pending = False
+        self._proactive_prune_watermark = None
+        if route_changed:
+            self._fallback_compression_streak = 0
+            self._clear_failure_cooldown()
+
+    # ----------------------------------------------------------------------------------------
+    # Usage and gating (§5, §6.2, §6.3)
+    # ----------------------------------------------------------------------------------------
+
+    def update_from_response(self, usage: dict) -> None:
+        """Store the real counts and settle the verdict on the last compaction (anti-thrash)."""
+        usage = usage if isinstance(usage, dict) else {}
+        prompt = _as_int(usage.get("prompt_tokens"))
+        completion = _as_int(usage.get("completion_tokens"))
+        total = usage.get("total_tokens")
+        self.last_prompt_tokens = prompt
+        self.last_completion_tokens = completion
+        self.last_total_tokens = _as_int(total) if total is not None else prompt + completion
+        if prompt > 0:
+            self.last_real_prompt_tokens = prompt
+            if prompt < self.threshold_tokens:
+                self._ineffective_compression_count = 0
+                self._rough_baseline_pending = True
+            else:
+                self._rough_baseline_tokens = None
+                self._rough_baseline_pending = False
+                if self._verify_compaction_cleared_threshold:
+                    self._ineffective_compression_count += 1
+        self.awaiting_real_usage_after_compression = False
+        self._verify_compaction_cleared_threshold = False
+
+    def should_compress(self, prompt_tokens: int = None) -> bool:  # type: ignore[assignment]
+        tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens
+        if tokens < self.threshold_tokens:
+            return False
+        return not self._automatic_compression_blocked()
+
+    def should_compress_info(self, prompt_tokens: int = None) -> tuple[bool, str | None]:  # type: ignore[assignment]
+        """Like ``should_compress`` but says why an over-threshold context is not compacted."""
+        tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens
+        if tokens < self.threshold_tokens:
+            return False, None
+        reason = self._blocked_reason()
+        if reason is not None:
+            return False, reason
+        return True, None
+
+    def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
+        """Trust the provider's last real count over a rough estimate that barely moved since.
+
+        The rough estimator over-counts some transcripts; when the last real prompt fitted
+        under the threshold and the estimate has grown by at most max(4096, 5 % of threshold)
+        since then, Hermes waits for the next real count instead of compacting. The baseline is
+        the first rough estimate seen after a fitting real count.
+        """
+        rough = _as_int(rough_tokens)
+        if self._rough_baseline_pending:
+            self._rough_baseline_tokens = rough
+            self._rough_baseline_pending = False
+        threshold = self.threshold_tokens
+        if rough < threshold:
+            return False
+        if self.awaiting_real_usage_after_compression:
+            return True
+        real = self.last_real_prompt_tokens
+        if real <= 0 or real >= threshold or self._rough_baseline_tokens is None:
+            return False
+        slack = max(4096, int(threshold * 0.05))
+        if rough - self._rough_baseline_tokens <= slack:
+            self._rough_baseline_tokens = rough
+            return True
+        return False
+
+    def _blocked_reason(self) -> str | None:
+        remaining = self.get_active_compression_failure_cooldown()
+        if remaining:
+            return f"cooldown:{math.ceil(remaining)}"
+        if self._ineffective_compression_count >= ANTI_THRASH_LIMIT:
+            return f"anti_thrash:ineffective_compressions={self._ineffective_compression_count}"
+        if self._fallback_compression_streak >= ANTI_THRASH_LIMIT:
+            return f"anti_thrash:fallback_streak={self._fallback_compression_streak}"
+        return None
+
+    def _automatic_compression_blocked(self) -> bool:
+        """Cooldown active, or two ineffective compactions, or two fallback summaries in a row."""
+        return self._blocked_reason() is not None
+
+    # ----------------------------------------------------------------------------------------
+    # Cooldowns and verdicts (§6.8, §4.6)
+    # ----------------------------------------------------------------------------------------
+
+    def get_active_compression_failure_cooldown(self) -> float | None:
+        """Seconds left in the summary-failure cooldown, or None when there is none."""
+        remaining = self._summary_failure_cooldown_until - self._clock()
+        return remaining if remaining > 0 else None
+
+    def _set_failure_cooldown(self, seconds: float, kind: str) -> None:
+        self._summary_failure_cooldown_until = self._clock() + seconds
+        self._summary_failure_kind = kind
+
+    def _clear_failure_cooldown(self) -> None:
+        self._summary_failure_cooldown_until = 0.0
+        self._summary_failure_kind = None
+
+    def record_timeout_failure(self, reason: str, failure_kind: str = "stalled") -> None:
+        """The host gave up waiting for compress(): climb the 60 → 300 → 900 s ladder."""
+        self._apply_timeout_cooldown(f"{failure_kind}: {reason}" if reason else failure_kind)
+
+    def _apply_timeout_cooldown(self, error: str) -> None:
+        self._consecutive_timeout_failures += 1
+        step = min(self._consecutive_timeout_failures, len(COOLDOWN_TIMEOUT_LADDER)) - 1
+        self._set_failure_cooldown(COOLDOWN_TIMEOUT_LADDER[step], "timeout")
+        self._last_summary_error = error
+
+    def record_completed_compaction(self, *, used_fallback: bool) -> None:
+        """Called by the host after a committed boundary; arms the next real-usage verdict."""
+        self._verify_compaction_cleared_threshold = True
+        if used_fallback:
+            self._fallback_compression_streak += 1
+        else:
+            self._fallback_compression_streak = 0
+
+    # ----------------------------------------------------------------------------------------
+    # Token budgets and boundaries (§8.1, §6.5, §6.6)
+    # ----------------------------------------------------------------------------------------
+
+    def _estimate_msg_budget_tokens(self, msg: dict[str, Any]) -> int:
+        """Per-row budget estimate: text/4 + 10, plus tool calls and reasoning payloads."""
+        if not isinstance(msg, dict):
+            return 10
+        content = msg.get("content")
+        chars = 0
+        if isinstance(content, str):
+            chars = len(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict):
+                    if part.get("type") in IMAGE_PART_TYPES:
+                        chars += _IMAGE_BUDGET_TOKENS_CHARS
+                    elif isinstance(part.get("text"), str):
+                        chars += len(part["text"])
+                elif isinstance(part, str):
+                    chars += len(part)
+        elif isinstance(content, dict):
+            chars = len(str(content.get("text_summary") or ""))
+            for part in content.get("content") or []:
+                if isinstance(part, dict) and part.get("type") in IMAGE_PART_TYPES:
+                    chars += _IMAGE_BUDGET_TOKENS_CHARS
+        tokens = chars // 4 + 10
+        for call in msg.get("tool_calls") or []:
+            tokens += len(str(call)) // 4
+        for key in _REASONING_KEYS:
+            value = msg.get(key)
+            if value:
+                size = len(value) if isinstance(value, str) else len(json.dumps(value, ensure_ascii=False, default=str))
+                tokens += size // 4
+        return tokens
+
+    def _prune_old_tool_results(
+        self,
+        messages: list[dict[str, Any]],
+        protect_tail_count: int | None = None,
+        protect_tail_tokens: int | None = None,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Three-pass tool-output prune on a shallow copy; returns ``(new_list, rows_changed)``."""
+        count = self.protect_last_n if protect_tail_count is None else protect_tail_count
+        return prune_old_tool_results(messages, count, protect_tail_tokens, self._estimate_msg_budget_tokens)
+
+    def _effective_protect_first_n(self, messages: list[dict[str, Any]] | None = None) -> int:
+        """Head protection only applies before the first compaction of a conversation."""
+        if self.compression_count >= 1 or self._previous_summary:
+            return 0
+        if messages and any(is_summary_message(m) for m in messages):
+            return 0
+        return self.protect_first_n
+
+    def _protect_head_size(self, messages: list[dict[str, Any]]) -> int:
+        head = 1 if messages and _role(messages[0]) == "system" else 0
+        return min(len(messages), head + self._effective_protect_first_n(messages))
+
+    def _align_boundary_forward(self, messages: list[dict[str, Any]], idx: int) -> int:
+        """Never start a slice on a tool result: skip forward past them."""
+        while idx < len(messages) and _role(messages[idx]) == "tool":
+            idx += 1
+        return idx
+
+    def _align_boundary_backward(self, messages: list[dict[str, Any]], idx: int) -> int:
+        """If tool results sit just before ``idx``, move back to the assistant that called them."""
+        if idx <= 0 or idx > len(messages):
+            return idx
+        j = idx - 1
+        while j >= 0 and _role(messages[j]) == "tool":
+            j -= 1
+        if j < idx - 1 and j >= 0 and _role(messages[j]) == "assistant" and messages[j].get("tool_calls"):
+            return j
+        return idx
+
+    def _find_tail_cut_by_tokens(
+        self, messages: list[dict[str, Any]], head_end: int, token_budget: int | None = None
+    ) -> int:
+        """Index where the protected tail starts (§6.6)."""
+        n = len(messages)
+        budget = self.tail_token_budget if token_budget is None else token_budget
+        available = max(0, n - head_end - 1)
+        floor = max(3, min(self.protect_last_n, 8))
+        cap = max(3, available - 2)
+        min_tail = min(floor, cap, available) if available > 1 else 0
+
+        def walk(limit: int) -> int:
+            acc = 0
+            cut = n
+            for i in range(n - 1, head_end - 1, -1):
+                tokens = self._estimate_msg_budget_tokens(messages[i])
+                if acc + tokens > limit and (n - cut) >= min_tail:
+                    break
+                acc += tokens
+                cut = i
+            return cut
+
+        cut = walk(int(budget * 1.5))
+        if cut <= head_end:
+            cut = walk(budget)
+        cut = min(cut, n - min_tail)
+        if cut <= head_end:
+            cut = max(n - min_tail, head_end + 1)
+        cut = self._align_boundary_backward(messages, cut)
+
+        user_idx = next((i for i in range(n - 1, -1, -1) if is_real_user_message(messages[i])), None)
+        if user_idx is not None and head_end <= user_idx < cut:
+            if user_idx >= head_end + 1:
+                cut = user_idx
+            else:
+                # The user row is the first compressible one and cannot stay in the tail:
+                # summarise the whole exchange (the user, its reply and the reply's tool results).
+                j = user_idx + 1
+                if j < n and _role(messages[j]) == "assistant":
+                    j += 1
+                    while j < n and _role(messages[j]) == "tool":
+                        j += 1
+                cut = j
+
+        asst_idx = None
+        fallback_asst = None
+        for i in range(n - 1, -1, -1):
+            if _role(messages[i]) != "assistant":
+                continue
+            if fallback_asst is None:
+                fallback_asst = i
+            if strip_think_blocks(message_text(messages[i])).strip():
+                asst_idx = i
+                break
+        if asst_idx is None:
+            asst_idx = fallback_asst
+        if asst_idx is not None and head_end <= asst_idx < cut:
+            cut = max(self._align_boundary_backward(messages, asst_idx), head_end + 1)
+
+        return min(n, self._align_boundary_forward(messages, max(cut, head_end + 1)))
+
+    def has_content_to_compress(self, messages: list[dict[str, Any]]) -> bool:
+        start = self._align_boundary_forward(messages, self._protect_head_size(messages))
+        return start < self._find_tail_cut_by_tokens(messages, start)
+
+    # ----------------------------------------------------------------------------------------
+    # Summaries (§6.7, §6.9)
+    # ----------------------------------------------------------------------------------------
+
+    def _today(self) -> str:
+        value = self._now() if callable(self._now) else self._now
+        if value is None:
+            value = _dt.date.today()
+        if isinstance(value, (_dt.date, _dt.datetime)):
+            return value.strftime("%Y-%m-%d")
+        return str(value)
+
+    def _compute_summary_budget(self, turns: list[dict[str, Any]]) -> int:
+        return max(SUMMARY_BUDGET_MIN, min(int(estimate_messages_tokens_rough(turns) * SUMMARY_BUDGET_RATIO), self.max_summary_tokens))
+
+    def _serialize_for_summary(self, turns: list[dict[str, Any]]) -> str:
+        return _summary.serialize_turns(turns)
+
+    def _auto_focus_topic(self, messages: list[dict[str, Any]]) -> str | None:
+        """The newest user asks, so automatic compactions also know what matters now."""
+        picked: list[str] = []
+        total = len(AUTO_FOCUS_HEADER)
+        for msg in reversed(messages):
+            if len(picked) >= AUTO_FOCUS_ITEMS:
+                break
+            if not is_real_user_message(msg):
+                continue
+            text = " ".join(redact_sensitive_text(message_text(msg)).split())
+            if not text:
+                continue
+            if len(text) > AUTO_FOCUS_ITEM_CHARS:
+                text = text[: AUTO_FOCUS_ITEM_CHARS - 1] + "…"
+            if total + 3 + len(text) > AUTO_FOCUS_TOTAL_CHARS:
+                break
+            picked.append(text)
+            total += 3 + len(text)
+        if not picked:
+            return None
+        return AUTO_FOCUS_HEADER + "".join(f"\n- {t}" for t in reversed(picked))
+
+    def _build_summary_prompt(
+        self, turns: list[dict[str, Any]], focus_topic: str | None = None, memory_context: str = ""
+    ) -> str:
+        return _summary.build_summary_prompt(
+            self._serialize_for_summary(turns),
+            previous_summary=self._previous_summary,
+            budget_tokens=self._compute_summary_budget(turns),
+            today=self._today(),
+            focus=focus_topic,
+            memory_context=sanitize_memory_context(memory_context) if memory_context else "",
+        )
+
+    @staticmethod
+    def _load_aux() -> Any:
+        try:
+            from inspector.llm import aux
+        except ImportError:
+            return None
+        return aux
+
+    def _summary_cache_identity(self, aux: Any) -> str | None:
+        """What the cache key names as "the model": the real endpoint, or None (do not cache).
+
+        With the inspector's LLM layer this is the resolved ``auxiliary.compression`` endpoint
+        (model @ base URL); when nothing is configured there is no identity, so offline runs
+        never read the cache and always produce the fallback. Other ``aux`` providers (test
+        fakes) fall back to the summary/main model name.
+        """
+        resolve = getattr(aux, "resolve_endpoint", None)
+        active = getattr(aux, "active_aux_config", None)
+        if not (callable(resolve) and callable(active)):
+            return self.summary_model or self.model
+        try:
+            endpoint = resolve(
+                "compression",
+                active(),
+                model=self.summary_model or None,
+                main_runtime=self._main_runtime(),
+            )
+        except Exception:
+            return None
+        if endpoint is None:
+            return None
+        return f"{getattr(endpoint, 'model', '')}@{getattr(endpoint, 'base_url', '')}"
+
+    def _main_runtime(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "provider": self.provider,
+            "base_url": self.base_url,
+            "api_key": self.api_key,
+            "api_mode": self.api_mode,
+        }
+
+    def _call_summary_llm(self, prompt: str) -> str:
+        """One call to the auxiliary summariser; raises on any failure, returns the reply text."""
+        aux = self._load_aux()
+        if aux is None:
+            raise RuntimeError("No LLM provider configured (inspector.llm.aux is unavailable)")
+        kwargs: dict[str, Any] = {
+            "task": "compression",
+            "main_runtime": self._main_runtime(),
+            "messages": [{"role": "user", "content": prompt}],
+        }
+        if self.summary_model:
+            kwargs["model"] = self.summary_model
+        protection = getattr(aux, "aux_interrupt_protection", None)
+        with protection() if callable(protection) else nullcontext():
+            response = aux.call_llm(**kwargs)
+        stand_in = getattr(aux, "OFFLINE_MODEL", None)
+        if stand_in and getattr(response, "model", None) == stand_in:
+            # The opt-in offline stand-in echoes the prompt; Hermes' built-in would have had no
+            # provider here, so it writes its own deterministic fallback instead.
+            raise RuntimeError("No LLM provider configured (only the offline stand-in answered)")
+        text = _summary.extract_response_text(response)
+        if not text.strip():
+            raise _EmptySummaryError("summary model returned empty content")
+        return text
+
+    def _generate_summary(
+        self, turns: list[dict[str, Any]], focus_topic: str | None = None, memory_context: str = ""
+    ) -> str | None:
+        """``SUMMARY_PREFIX + "\\n" + body`` from the summariser, or None (caller falls back)."""
+        if self.get_active_compression_failure_cooldown():
+            return None
+        prompt = self._build_summary_prompt(turns, focus_topic, memory_context)
+        self._last_summary_prompt = prompt
+        self._last_summary_auth_failure = False
+        self._last_summary_network_failure = False
+        self._last_summary_from_cache = False
+
+        raw: str | None = None
+        aux = self._load_aux()
+        for _attempt in range(2):
+            identity = self._summary_cache_identity(aux) if aux is not None else None
+            key = _summary.cache_key(identity, prompt) if identity else None
+            cached = _summary.cache_get(key) if key else None
+            if cached is not None:
+                raw = cached
+                self._last_summary_from_cache = True
+                break
+            try:
+                raw = self._call_summary_llm(prompt)
+            except Exception as exc:
+                kind = self._classify_summary_failure(exc)
+                if self.summary_model and not self._summary_model_fallen_back and kind not in ("no_provider", "auth"):
+                    # A dedicated summary model failed: switch to the main model once and retry.
+                    self._last_aux_model_failure_model = self.summary_model
+                    self._last_aux_model_failure_error = str(exc)
+                    self._summary_model_fallen_back = True
+                    self.summary_model = ""
+                    continue
+                self._record_summary_failure(exc, kind)
+                return None
+            if key and identity:
+                _summary.cache_put(key, raw, model=identity)
+            break
+        if raw is None:
+            return None
+
+        body = _summary.postprocess_summary(raw, turns)
+        if not body:
+            self._record_summary_failure(_EmptySummaryError("summary was empty after cleaning"), "other")
+            return None
+        self._previous_summary = body
+        self._clear_failure_cooldown()
+        self._consecutive_timeout_failures = 0
+        self._last_summary_error = None
+        return SUMMARY_PREFIX + "\n" + body
+
+    @staticmethod
+    def _classify_summary_failure(exc: BaseException) -> str:
+        """Map an exception onto Hermes' failure classes (§6.8)."""
+        message = str(exc).lower()
+        cls = type(exc).__name__.lower()
+        status = getattr(exc, "status_code", None)
+        if status is None:
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+        if not isinstance(status, int):
+            match = re.search(r"(?:error code|status(?: code)?|http)[:\s]*([45]\d\d)\b", message)
+            status = int(match.group(1)) if match else None
+        if isinstance(exc, RuntimeError) and "no llm provider configured" in message:
+            return "no_provider"
+        quota = ("insufficient_quota", "quota", "billing", "credit balance", "payment required")
+        if (
+            status in (401, 402, 403)
+            or "authentication" in cls
+            or "permissiondenied" in cls
+            or "no api key" in message
+            or "invalid api key" in message
+            or "invalid_api_key" in message
+            or "unauthorized" in message
+            or any(marker in message for marker in quota)
+        ):
+            return "auth"
+        if status in (408, 429, 502, 504) or "timeout" in cls or "timeout" in message or "timed out" in message:
+            return "timeout"
+        if isinstance(exc, json.JSONDecodeError) or "jsondecode" in cls:
+            return "json"
+        stream_markers = ("stream closed", "connection closed", "incomplete chunked", "peer closed",
+                          "server disconnected", "remote end closed", "connection reset", "connection error",
+                          "connection aborted")
+        if "connection" in cls or "remoteprotocol" in cls or any(m in message for m in stream_markers):
+            return "connection"
+        return "other"
+
+    def _record_summary_failure(self, exc: BaseException, kind: str | None = None) -> None:
+        kind = kind or self._classify_summary_failure(exc)
+        detail = str(exc)[:300]
+        if kind != "timeout":
+            self._consecutive_timeout_failures = 0
+        if kind == "no_provider":
+            self._set_failure_cooldown(COOLDOWN_NO_PROVIDER, kind)
+            self._last_summary_error = NO_PROVIDER_ERROR
+        elif kind == "timeout":
+            self._apply_timeout_cooldown(f"summary request timed out: {detail}")
+        elif kind == "json":
+            self._set_failure_cooldown(COOLDOWN_TRANSIENT, kind)
+            self._last_summary_error = f"summary response was not valid JSON: {detail}"
+        elif kind == "connection":
+            self._set_failure_cooldown(COOLDOWN_TRANSIENT, kind)
+            self._last_summary_network_failure = True
+            self._last_summary_error = f"summary connection failed: {detail}"
+        elif kind == "auth":
+            self._set_failure_cooldown(COOLDOWN_OTHER, kind)
+            self._last_summary_auth_failure = True
+            self._last_summary_error = f"summary request rejected (auth/permission/quota): {detail}"
+        else:
+            self._set_failure_cooldown(COOLDOWN_OTHER, kind)
+            self._last_summary_error = f"summary generation failed: {detail}"
+        if not self.quiet_mode:
+            logger.warning("Context summary failed (%s): %s", kind, self._last_summary_error)
+
+    def _build_fallback_summary(self, turns: list[dict[str, Any]]) -> str:
+        """Hermes' no-LLM summary (§6.9); deterministic for identical turns and error."""
+        body = _summary.build_fallback_body(
+            turns,
+            previous_summary_existed=bool(self._previous_summary),
+            failure_reason=self._last_summary_error,
+        )
+        self._previous_summary = body
+        return SUMMARY_PREFIX + "\n" + body
+
+    # ----------------------------------------------------------------------------------------
+    # Assembly helpers (§6.4 steps 9-14)
+    # ----------------------------------------------------------------------------------------
+
+    def _sanitize_tool_pairs(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Drop results without a surviving call and calls without a surviving result."""
+        call_ids: set[str] = set()
+        for msg in messages:
+            if _role(msg) == "assistant":
+                for call in msg.get("tool_calls") or []:
+                    if isinstance(call, dict):
+                        call_ids.update(str(k) for k in (call.get("call_id"), call.get("id")) if k)
+        result_ids = {
+            str(msg.get("tool_call_id")) for msg in messages if _role(msg) == "tool" and msg.get("tool_call_id")
+        }
+        out: list[dict[str, Any]] = []
+        for msg in messages:
+            role = _role(msg)
+            if role == "tool":
+                if str(msg.get("tool_call_id") or "") not in call_ids:
+                    continue
+                out.append(msg)
+                continue
+            calls = msg.get("tool_calls") if role == "assistant" else None
+            if isinstance(calls, list) and calls:
+                kept = [
+                    c
+                    for c in calls
+                    if isinstance(c, dict)
+                    and (tool_call_id_of(c) in result_ids or str(c.get("id") or "") in result_ids)
+                ]
+                if len(kept) != len(calls):
+                    new = dict(msg)
+                    if kept:
+                        new["tool_calls"] = kept
+                    else:
+                        new.pop("tool_calls", None)
+                        if not message_text(new).strip():
+                            new["content"] = TOOL_CALL_REMOVED
+                    out.append(new)
+                    continue
+            out.append(msg)
+        return out
+
+    @staticmethod
+    def _has_image(message: dict[str, Any]) -> bool:
+        content = message.get("content")
+        return isinstance(content, list) and any(
+            isinstance(p, dict) and p.get("type") in IMAGE_PART_TYPES for p in content
+        )
+
+    def _strip_historical_media(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Images before the newest image-bearing user message become a short text part."""
+        anchor = next(
+            (i for i in range(len(messages) - 1, -1, -1) if _role(messages[i]) == "user" and self._has_image(messages[i])),
+            None,
+        )
+        if anchor is None:
+            return messages
+        out = list(messages)
+        for i in range(anchor):
+            msg = out[i]
+            if isinstance(msg, dict) and self._has_image(msg):
+                new = dict(msg)
+                new["content"] = [
+                    {"type": "text", "text": IMAGE_STRIPPED_TEXT}
+                    if isinstance(p, dict) and p.get("type") in IMAGE_PART_TYPES
+                    else p
+                    for p in msg["content"]
+                ]
+                out[i] = new
+        return out
+
+    @staticmethod
+    def _summary_role(messages: list[dict[str, Any]], start: int, end: int) -> tuple[str, bool]:
+        """``(role, merge)`` for the summary between ``messages[:start]`` and ``messages[end:]``.
+
+        The summary must not sit between two rows of its own role (strict providers reject
+        consecutive same-role rows) and must leave a user row in the request; when neither role
+        fits, it is merged into the first tail row instead of standing alone.
+        """
+        last_head_role = _role(messages[start - 1]) if start > 0 else "user"
+        first_tail_role = _role(messages[end]) if end < len(messages) else "user"
+        force_user = last_head_role == "system" or not any(
+            is_real_user_message(m) for m in list(messages[:start]) + list(messages[end:])
+        )
+        role = "user" if (last_head_role in ("assistant", "tool") or force_user) else "assistant"
+        if role == first_tail_role:
+            flipped = "assistant" if role == "user" else "user"
+            if flipped != last_head_role and not force_user:
+                return flipped, False
+            return role, True
+        return role, False
+
+    @staticmethod
+    def _merge_summary_into(message: dict[str, Any], summary: str) -> dict[str, Any]:
+        """The merged form: the first tail row keeps its text as prior context, summary below."""
+        merged = dict(message)
+        merged.pop("api_content", None)
+        closing = MERGED_PRIOR_CLOSE + summary + "\n\n" + END_MARKER
+        content = message.get("content")
+        if isinstance(content, list):
+            merged["content"] = (
+                [{"type": "text", "text": MERGED_PRIOR_OPEN}] + list(content) + [{"type": "text", "text": closing}]
+            )
+        else:
+            old = "" if content is None else (content if isinstance(content, str) else str(content))
+            merged["content"] = MERGED_PRIOR_OPEN + old + closing
+        merged["_compressed_summary"] = True
+        return merged
+
+    # ----------------------------------------------------------------------------------------
+    # compress (§6.4)
+    # ----------------------------------------------------------------------------------------
+
+    def compress(
+        self,
+        messages: list,
+        current_tokens: int = None,  # type: ignore[assignment]
+        focus_topic: str = None,  # type: ignore[assignment]
+        force: bool = False,
+        memory_context: str = "",
+    ) -> list:
+        """Prune, cut head/window/tail, summarise the window, reassemble. Never mutates input.
+
+        One pass at a time per instance: an instance shared by two sessions (which Hermes'
+        pooled compression allows) serialises them instead of mixing their running summaries.
+        """
+        lock = self.__dict__.get("_compress_lock")
+        if lock is None:
+            lock = self._compress_lock = threading.RLock()
+        with lock:
+            return self._compress_locked(messages, current_tokens, focus_topic, force, memory_context)
+
+    def _compress_locked(
+        self,
+        messages: list,
+        current_tokens: int | None,
+        focus_topic: str | None,
+        force: bool,
+        memory_context: str,
+    ) -> list:
+        # 1. per-call flags
+        self._last_compress_aborted = False
+        self._last_summary_fallback_used = False
+        self._last_summary_dropped_count = 0
+        self._last_compression_made_progress = False
+        self._last_summary_from_cache = False
+        if force:
+            self._clear_failure_cooldown()
+
+        original = messages
+        # 2. head and the minimum size
+        head = self._protect_head_size(messages)
+        if len(messages) <= head + 4:
+            self._ineffective_compression_count += 1
+            return original
+
+        before_tokens = estimate_messages_tokens_rough(messages)
+        # 3. tool-output prune
+        messages, pruned = self._prune_old_tool_results(
+            messages, protect_tail_count=self.protect_last_n, protect_tail_tokens=self.tail_token_budget
+        )
+        if pruned and not self.quiet_mode:
+            logger.info("Pre-compression: pruned %d old tool result(s)", pruned)
+
+        # 4. window
+        start = self._align_boundary_forward(messages, head)
+        end = self._find_tail_cut_by_tokens(messages, start)
+        if start >= end:
+            self._ineffective_compression_count += 1
+            return messages
+
+        # 5. an existing summary inside the window: continue from it
+        search_from = 1 if _role(messages[0]) == "system" else 0
+        summary_idx = next((i for i in range(end - 1, search_from - 1, -1) if is_summary_message(messages[i])), None)
+        if summary_idx is not None:
+            # The transcript's own summary is the running summary of this conversation. For a
+            # single session it equals the in-memory copy; reading it every time also keeps an
+            # instance shared between sessions from continuing another session's summary.
+            body = summary_body_from_text(message_text(messages[summary_idx]))
+            if body:
+                self._previous_summary = body
+            turns = messages[max(summary_idx + 1, start) : end]
+        else:
+            if self._previous_summary:
+                self._previous_summary = None  # belongs to another conversation
+            turns = messages[start:end]
+
+        # 6. focus
+        focus = focus_topic or self._auto_focus_topic(messages)
+
+        # 7-8. summary, abort or fallback
+        summary = self._generate_summary(turns, focus_topic=focus, memory_context=memory_context)
+        if summary is None:
+            if self.abort_on_summary_failure or self._last_summary_auth_failure or self._last_summary_network_failure:
+                self._last_compress_aborted = True
+                if not self.quiet_mode:
+                    logger.warning("Compression aborted: %s", self._last_summary_error)
+                return original
+            summary = self._build_fallback_summary(turns)
+            self._last_summary_fallback_used = True
+            self._last_summary_dropped_count = end - start
+
+        # 9. head rows
+        head_rows = [_copy_row(m) for m in messages[:start]]
+        if head_rows and head_rows[0].get("role") == "system":
+            content = head_rows[0].get("content")
+            if isinstance(content, str) and SYSTEM_COMPACTION_NOTE.strip()[:40] not in content:
+                head_rows[0]["content"] = content + SYSTEM_COMPACTION_NOTE
+        tail_rows = [_copy_row(m) for m in messages[end:]]
+
+        # 10. role of the summary message
+        role, merge = self._summary_role(messages, start, end)
+        merge = merge and bool(tail_rows)
+
+        # 11-12. summary message and tail
+        if merge:
+            tail_rows[0] = self._merge_summary_into(tail_rows[0], summary)
+            assembled = head_rows + tail_rows
+        else:
+            summary_msg = {"role": role, "content": summary + "\n\n" + END_MARKER, "_compressed_summary": True}
+            assembled = head_rows + [summary_msg] + tail_rows
+        self.compression_count += 1
+
+        # 13-14. tool pairs, historical media
+        assembled = self._sanitize_tool_pairs(assembled)
+        assembled = self._strip_historical_media(assembled)
+
+        # 15. diagnostics
+        after_tokens = estimate_messages_tokens_rough(assembled)
+        self._last_compression_savings_pct = (
+            round((before_tokens - after_tokens) / before_tokens * 100, 1) if before_tokens else 0.0
+        )
+        if not self.quiet_mode:
+            logger.info(
+                "Compressed %d -> %d messages (~%d -> ~%d tokens, %.1f%% saved; current_tokens=%s)",
+                len(original), len(assembled), before_tokens, after_tokens,
+                self._last_compression_savings_pct, current_tokens,
+            )
+        assembled = [_copy_row(m) if "_db_persisted" in m else m for m in assembled]
+        self._last_compression_made_progress = True
+        self._proactive_prune_watermark = None
+        return assembled
+
+    # ----------------------------------------------------------------------------------------
+    # [M] proactive prune (§6.10)
+    # ----------------------------------------------------------------------------------------
+
+    def prune_tool_results_only(
+        self, messages: list, current_tokens: int = None  # type: ignore[assignment]
+    ) -> tuple[list, int]:
+        """Shrink big old tool results without summarising; ``(new_list, reclaimed_tokens)``.
+
+        Off unless ``proactive_prune_tokens`` is set and the pressure exceeds it. Only results
+        longer than ``proactive_prune_min_result_chars`` outside the protected tail qualify, and
+        the prune is only returned when it reclaims at least ``proactive_prune_min_reclaim_tokens``
+        (otherwise the same list object and 0, which the host ignores). After a prune, the next
+        one waits until the pressure rises above the level this one ran at, so a prune that
+        leaves the context above the trigger does not fire again on the very next round.
+        """
+        trigger = self.proactive_prune_tokens
+        if trigger <= 0 or current_tokens is None or current_tokens <= trigger:
+            return messages, 0
+        if self._proactive_prune_watermark is not None and current_tokens <= self._proactive_prune_watermark:
+            return messages, 0
+        boundary = prunable_boundary(
+            messages, self.protect_last_n, self.tail_token_budget, self._estimate_msg_budget_tokens
+        )
+        call_map = build_call_map(messages)
+        result = list(messages)
+        saved_chars = 0
+        for i in range(boundary):
+            msg = messages[i]
+            if _role(msg) != "tool":
+                continue
+            content = msg.get("content")
+            if not isinstance(content, str) or len(content) <= self.proactive_prune_min_result_chars:
+                continue
+            if is_placeholder(content):
+                continue
+            name, args = call_map.get(str(msg.get("tool_call_id") or ""), (msg.get("name") or "tool", None))
+            new = dict(msg)
+            new["content"] = summarize_tool_result(name, args, content)
+            saved_chars += message_rough_chars(msg)[0] - message_rough_chars(new)[0]
+            result[i] = new
+        reclaimed = saved_chars // 4
+        if reclaimed <= 0 or reclaimed < self.proactive_prune_min_reclaim_tokens:
+            return messages, 0
+        self._proactive_prune_watermark = int(current_tokens)
+        return result, reclaimed
+
+    # ----------------------------------------------------------------------------------------
+    # Lifecycle and status
+    # ----------------------------------------------------------------------------------------
+
+    def bind_session_state(self, session_db: Any = None, session_id: str = "") -> None:
+        """Remember the session store; cooldowns and streaks stay in memory in the inspector."""
+        self._session_db = session_db
+        self._session_id = session_id or ""
+
+    def on_session_end(self, session_id: str, messages: list) -> None:
+        """Forget the running summary; the next compaction re-reads it from the transcript."""
+        self._previous_summary = None
+
+    def on_session_reset(self) -> None:
+        super().on_session_reset()
+        self._previous_summary = None
+        self.last_real_prompt_tokens = 0
+        self.awaiting_real_usage_after_compression = False
+        self._rough_baseline_tokens = None
+        self._rough_baseline_pending = False
+        self._ineffective_compression_count = 0
+        self._fallback_compression_streak = 0
+        self._verify_compaction_cleared_threshold = False
+        self._consecutive_timeout_failures = 0
+        self._clear_failure_cooldown()
+        self._proactive_prune_watermark = None
+        self._last_compress_aborted = False
+        self._last_summary_error = None
+        self._last_summary_fallback_used = False
+        self._last_summary_dropped_count = 0
+        self._last_compression_made_progress = False
+
+    def get_status(self) -> dict:
+        status = super().get_status()
+        status.update(
+            {
+                "threshold_percent": self.threshold_percent,
+                "failure_cooldown_seconds": self.get_active_compression_failure_cooldown() or 0.0,
+                "ineffective_compression_count": self._ineffective_compression_count,
+                "fallback_compression_streak": self._fallback_compression_streak,
+                "last_summary_fallback_used": self._last_summary_fallback_used,
+            }
+        )
+        return status
