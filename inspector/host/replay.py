@@ -18,7 +18,7 @@ from typing import Any
 from inspector import __version__
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.responders import ReplayResponder
-from inspector.sessions.model import Session, wire_message
+from inspector.sessions.model import Session, is_replayable, wire_message
 from inspector.trace.model import EV_MARKER, EV_NOTE, Event, Trace
 
 ProgressFn = Callable[[int, int], None]
@@ -159,12 +159,9 @@ def replay(
                 cancelled = True
                 break
             indices = [i for i in range(turn.start, turn.end) if i > 0 or session.messages[i].get("role") != "system"]
-            kept = []
-            for i in indices:
-                flags = session.messages[i].get("x_flags") or {}
-                if flags.get("compaction_summary"):
-                    continue
-                kept.append(i)
+            # The original agent's summaries, compaction copies and rewound rows are artefacts
+            # of its own engine, not history the engine under test should see.
+            kept = [i for i in indices if is_replayable(session.messages[i])]
             while marker_pos < len(markers) and markers[marker_pos].message_index < turn.end:
                 c = markers[marker_pos]
                 ev = Event(index=0, kind=EV_MARKER, turn=host.turn + 1, t=host._now(),

@@ -142,6 +142,8 @@ class Session:
     meta: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     children: list[Session] = field(default_factory=list)
+    # Session-level totals when the source has no per-call usage (Hermes state.db/export).
+    aggregate_usage: Usage | None = None
 
     def usage_for(self, message_index: int) -> Usage | None:
         for call in self.api_calls:
@@ -214,3 +216,16 @@ def compute_turns(messages: list[dict[str, Any]]) -> list[Turn]:
     if start is not None:
         turns.append(Turn(index=len(turns), start=start, end=len(messages), user_index=user_index))
     return turns
+
+
+def is_replayable(message: dict[str, Any]) -> bool:
+    """False for messages that are not new conversation and must not be replayed as such.
+
+    Compaction summaries, the head/tail copies a compaction re-inserted (``compaction_copy``:
+    Hermes in-place/rotation, Codex replacement history) and rows the user undid (``inactive``:
+    Hermes ``/rewind``) stay in ``Session.messages`` so the UI can show them, but a replay that
+    fed them to an engine would duplicate history. Archived pre-compaction rows (``archived``)
+    ARE real history and replay normally.
+    """
+    flags = message.get("x_flags") or {}
+    return not (flags.get("compaction_summary") or flags.get("compaction_copy") or flags.get("inactive"))

@@ -1,0 +1,96 @@
+"""``load_session`` / ``list_sessions``: one entry point for every source a user may have.
+
+A source is a file path, optionally followed by ``#<session id>`` for sources that hold
+several sessions (Hermes ``state.db``, export JSONL, trajectory files).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from inspector.sessions.detect import FORMATS, detect_format, detect_source, resolve_format
+from inspector.sessions.model import ReaderError, Session
+from inspector.sessions.summary import SessionSummary, summarize
+
+OPENAI_FAMILY = ("openai-array", "openai-jsonl", "openai-object", "openai-conversations", "openai-request-log")
+
+
+def split_spec(path_or_spec: str | os.PathLike[str]) -> tuple[str, str | None]:
+    """``"state.db#abc"`` → ``("state.db", "abc")``; a real file whose name has ``#`` wins."""
+    spec = os.fspath(path_or_spec)
+    if "#" in spec and not Path(spec).exists():
+        path, _, sid = spec.rpartition("#")
+        if path and Path(path).exists():
+            return path, sid or None
+    return spec, None
+
+
+def _format_for(path: str, fmt: str | None) -> str:
+    if fmt is None:
+        return detect_format(path)
+    return resolve_format(fmt)
+
+
+def load_session(path_or_spec: str | os.PathLike[str], *, format: str | None = None, session_id: str | None = None) -> Session:
+    """Load one session from a transcript file or ``state.db[#id]``.
+
+    ``format`` overrides detection (see :data:`FORMATS`). A source with several sessions and no
+    id loads its only/first session (JSONL files, noted in the warnings) or, for a database,
+    raises a :class:`ReaderError` listing the ids to choose from.
+    """
+    path, spec_id = split_spec(path_or_spec)
+    session_id = session_id if session_id is not None else spec_id
+    fmt = _format_for(path, format)
+    if fmt == "hermes-db":
+        from inspector.sessions.readers import hermes_db
+
+        return hermes_db.load(path, session_id)
+    from inspector.sessions.readers import READERS
+    from inspector.sessions.source import open_source
+
+    source = open_source(path)
+    if fmt == "openai":
+        fmt = detect_source(source)
+        if fmt not in OPENAI_FAMILY:
+            raise ReaderError(f"--format openai, but the content looks like {fmt}", path=path)
+    try:
+        reader = READERS[fmt]
+    except KeyError:
+        raise ReaderError(f"no reader for format {fmt!r}", path=path) from None
+    try:
+        session = reader(source, session_id)
+    except ReaderError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+        # The content does not have the shape this format promises (wrong --format, or damage).
+        raise ReaderError(f"not a valid {fmt} file ({type(exc).__name__}: {exc})", path=path) from None
+    if session_id is not None and fmt not in ("hermes-export", "trajectory", "openai-conversations") and session_id != session.id:
+        raise ReaderError(f"this {fmt} file holds one session ({session.id!r}), not {session_id!r}", path=path)
+    session.meta.setdefault("format", fmt)
+    return session
+
+
+def list_sessions(path: str | os.PathLike[str], *, format: str | None = None) -> list[SessionSummary]:
+    """One :class:`SessionSummary` per session in the source (a single-session file gives one)."""
+    path, _ = split_spec(path)
+    fmt = _format_for(path, format)
+    if fmt == "hermes-db":
+        from inspector.sessions.readers import hermes_db
+
+        return hermes_db.list_sessions(path)
+    from inspector.sessions.readers import LISTERS
+    from inspector.sessions.source import open_source
+
+    if fmt in LISTERS:
+        source = open_source(path)
+        try:
+            return LISTERS[fmt](source)
+        except ReaderError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+            raise ReaderError(f"not a valid {fmt} file ({type(exc).__name__}: {exc})", path=path) from None
+    return [summarize(load_session(path, format=fmt))]
+
+
+__all__ = ["FORMATS", "list_sessions", "load_session", "split_spec"]

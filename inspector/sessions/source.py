@@ -1,0 +1,172 @@
+"""Reading transcript bytes: gzip-transparent, BOM-tolerant, with line numbers kept.
+
+Every reader goes through here so errors name the file and line the same way everywhere, and
+a damaged record becomes a warning (when the rest is usable) instead of a lost session.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inspector.sessions.model import ReaderError
+
+GZIP_MAGIC = b"\x1f\x8b"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+MAX_BYTES = 2 * 1024**3  # refuse to inflate more than this: a gzip bomb is not a transcript
+
+
+@dataclass
+class Source:
+    """A transcript's decoded text plus what went wrong while decoding it."""
+
+    path: str
+    text: str
+    warnings: list[str] = field(default_factory=list)
+    gzipped: bool = False
+
+    def error(self, message: str, line: int | None = None) -> ReaderError:
+        return ReaderError(message, path=self.path, line=line)
+
+
+def read_bytes(path: str | Path) -> tuple[bytes, list[str], bool]:
+    """Raw bytes of ``path``, gunzipped when they start with the gzip magic."""
+    path = str(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise ReaderError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise ReaderError("is a directory, not a transcript file", path=path) from None
+    except OSError as exc:
+        raise ReaderError(f"cannot read: {exc.strerror or exc}", path=path) from None
+    if not data.startswith(GZIP_MAGIC):
+        return data, [], False
+    try:
+        return gzip.decompress(data), [], True
+    except (EOFError, OSError, zlib.error):
+        pass
+    # A truncated gzip (the writer died) still holds a usable prefix: inflate what is there.
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        out = inflater.decompress(data, MAX_BYTES)
+    except zlib.error as exc:
+        raise ReaderError(f"corrupt gzip data: {exc}", path=path) from None
+    if not out:
+        raise ReaderError("gzip stream is empty or corrupt", path=path)
+    return out, ["gzip stream is truncated or corrupt; read the part that could be inflated"], True
+
+
+def decode(data: bytes, path: str) -> tuple[str, list[str]]:
+    """UTF-8 text without a BOM; undecodable bytes are replaced and reported."""
+    warnings: list[str] = []
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        text = data.decode("utf-8-sig", errors="replace")
+        warnings.append(f"invalid UTF-8 at byte {exc.start}; undecodable bytes were replaced")
+    if "\x00" in text and not text.strip("\x00"):
+        raise ReaderError("file holds only NUL bytes", path=path)
+    return text, warnings
+
+
+def open_source(path: str | Path) -> Source:
+    """Read a transcript file into a :class:`Source` (gzip transparent)."""
+    data, warnings, gz = read_bytes(path)
+    if data.startswith(SQLITE_MAGIC):
+        raise ReaderError("this is an SQLite database, not a JSON transcript", path=str(path))
+    text, more = decode(data, str(path))
+    return Source(path=str(path), text=text, warnings=warnings + more, gzipped=gz)
+
+
+def iter_jsonl(source: Source) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed value)`` for every non-blank line; bad lines become warnings.
+
+    Raises :class:`ReaderError` when no line at all parses, naming the first bad line.
+    """
+    first_error: tuple[int, str] | None = None
+    good = 0
+    for lineno, line in enumerate(source.text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            msg = _json_error(exc)
+            if first_error is None:
+                first_error = (lineno, msg)
+            source.warnings.append(f"line {lineno}: skipped, not valid JSON ({msg})")
+            continue
+        good += 1
+        yield lineno, value
+    if not good:
+        if first_error is not None:
+            raise source.error(f"not valid JSON Lines ({first_error[1]})", line=first_error[0])
+        raise source.error("file is empty")
+
+
+def parse_json(source: Source) -> Any:
+    """The whole file as one JSON value, with the failing line in the error."""
+    if not source.text.strip():
+        raise source.error("file is empty")
+    try:
+        return json.loads(source.text)
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        raise source.error(f"not valid JSON ({_json_error(exc)})", line=line) from None
+    except RecursionError:
+        raise source.error("JSON nested too deeply") from None
+
+
+def element_lines(text: str) -> list[int]:
+    """Line number where each top-level element of a JSON array starts (best effort).
+
+    Lets array readers name the line of a bad message without a second full parse.
+    """
+    lines: list[int] = []
+    depth = 0
+    in_str = False
+    esc = False
+    line = 1
+    expect = False
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch in " \t\r\n":
+            continue
+        if depth == 1 and expect and ch not in ",]":
+            lines.append(line)
+            expect = False
+        if ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if depth == 1:
+                expect = True
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 1:
+            expect = True
+    return lines
+
+
+def _json_error(exc: BaseException) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at column {exc.colno}"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc)

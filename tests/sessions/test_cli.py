@@ -1,0 +1,46 @@
+"""``context-inspector sessions``: a table, JSON, and exit code 2 with one line on errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from inspector.cli import main
+
+from . import hermes_db_fixtures as fx
+
+
+def _db(tmp_path: Path) -> Path:
+    path = tmp_path / "state.db"
+    conn = fx.create(path)
+    fx.add_session(conn, "20250101_000000_aaaaaa", title="Refactor", model="gpt-5", input_tokens=1000, output_tokens=20)
+    fx.plain_exchange(conn, "20250101_000000_aaaaaa", 1_760_000_000.0, "go")
+    fx.add_session(conn, "20250102_000000_bbbbbb", title="Second", started_at=1_760_100_000.0)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_prints_a_table_of_sessions(tmp_path: Path, capsys):
+    assert main(["sessions", str(_db(tmp_path))]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:4] == ["ID", "TITLE", "SOURCE", "MODEL"]
+    assert out[1].startswith("20250101_000000_aaaaaa") and "Refactor" in out[1] and "1,000" in out[1]
+    assert out[2].startswith("20250102_000000_bbbbbb")
+
+
+def test_json_output(tmp_path: Path, capsys):
+    assert main(["sessions", str(_db(tmp_path)), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == ["20250101_000000_aaaaaa", "20250102_000000_bbbbbb"]
+    assert rows[0]["message_count"] == 4 and rows[0]["prompt_tokens"] == 1000
+
+
+def test_errors_exit_2_with_a_message_and_no_traceback(tmp_path: Path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{oops")
+    assert main(["sessions", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and str(bad) in err and "Traceback" not in err
+    assert main(["sessions", str(tmp_path / "missing.db")]) == 2
+    assert main(["sessions", str(bad), "--format", "nope"]) == 2

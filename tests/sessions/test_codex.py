@@ -1,0 +1,82 @@
+"""Codex rollouts: compaction with replacement history, web search, legacy lines (formats.md §5)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from inspector.sessions import load_session
+from inspector.sessions.detect import detect_format
+
+
+def _line(kind, payload, ts="2026-02-23T12:00:00.000Z"):
+    return json.dumps({"timestamp": ts, "type": kind, "payload": payload})
+
+
+def _usage(total_in, last_in, cached):
+    return {"info": {"total_token_usage": {"input_tokens": total_in, "cached_input_tokens": 0, "output_tokens": 1},
+                     "last_token_usage": {"input_tokens": last_in, "cached_input_tokens": cached, "output_tokens": 1,
+                                          "reasoning_output_tokens": 0}}, "type": "token_count"}
+
+
+def _rollout(tmp_path: Path) -> Path:
+    msg = lambda role, text: {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}  # noqa: E731
+    lines = [
+        _line("session_meta", {"id": "sess-1", "timestamp": "2026-02-23T12:00:00Z", "cwd": "/r", "originator": "codex_cli_rs",
+                               "base_instructions": {"text": "You are Codex."}}),
+        _line("event_msg", {"type": "task_started", "turn_id": "t1"}),
+        _line("response_item", msg("user", "find the docs")),
+        _line("event_msg", {"type": "user_message", "message": "find the docs"}),
+        _line("turn_context", {"turn_id": "t1", "model": "gpt-5"}),
+        _line("response_item", {"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "docs"}}),
+        _line("response_item", {"type": "custom_tool_call", "call_id": "c1", "name": "apply_patch", "input": "*** Begin Patch"}),
+        _line("event_msg", _usage(100, 100, 0)),
+        _line("event_msg", _usage(100, 100, 0)),
+        _line("response_item", {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"}),
+        _line("compacted", {"message": "summary text", "replacement_history": [msg("user", "find the docs"),
+                                                                              {"type": "message", "role": "assistant",
+                                                                               "content": [{"type": "output_text", "text": "summary text"}]}]}),
+        _line("event_msg", {"type": "context_compacted"}),
+        _line("event_msg", _usage(100, 0, 0)),
+        _line("event_msg", {"type": "task_complete", "turn_id": "t1"}),
+    ]
+    path = tmp_path / "rollout-2026-02-23T12-00-00-sess-1.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_compaction_web_search_and_custom_tools(tmp_path: Path):
+    path = _rollout(tmp_path)
+    assert detect_format(path) == "codex"
+    s = load_session(str(path))
+    assert s.messages[0] == {"role": "system", "content": "You are Codex.", "x_origin": s.messages[0]["x_origin"], "x_timestamp": s.messages[0]["x_timestamp"]}
+    [call] = s.api_calls
+    assert call.usage.prompt_tokens == 100 and call.model == "gpt-5"
+    a = s.messages[call.message_index]
+    assert a["content"] is None and [c["function"]["name"] for c in a["tool_calls"]] == ["web_search", "apply_patch"]
+    assert json.loads(a["tool_calls"][1]["function"]["arguments"]) == {"input": "*** Begin Patch"}
+    assert s.meta["orphan_calls"] == 0, "server-side web searches never get a result and are not orphans"
+    [c] = s.compactions
+    assert c.kind == "codex-compacted" and c.summary == "summary text"
+    after = s.messages[c.message_index:]
+    assert [m["role"] for m in after] == ["user", "assistant"]
+    assert all(m["x_flags"]["synthetic"] for m in after) and after[-1]["x_flags"]["compaction_summary"]
+    [turn] = s.turns
+    assert not turn.interrupted and s.messages[turn.user_index]["content"] == "find the docs"
+
+
+def test_legacy_rollout_without_payload_wrapper(tmp_path: Path):
+    lines = [
+        {"id": "legacy-1", "timestamp": "2025-06-01T00:00:00Z", "instructions": "be helpful"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {"record_type": "state"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hello"}]},
+    ]
+    path = tmp_path / "rollout-old.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    assert detect_format(path) == "codex"
+    s = load_session(str(path))
+    assert s.id == "legacy-1"
+    assert [m["content"] for m in s.messages] == ["be helpful", "hi", "hello"]
+    assert len(s.api_calls) == 1 and s.api_calls[0].usage is None
+    assert [s.messages[t.user_index]["content"] for t in s.turns] == ["hi"]

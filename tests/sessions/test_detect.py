@@ -1,0 +1,64 @@
+"""Format detection looks at content, never only at the name (formats.md §7)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from inspector.sessions import FORMATS, ReaderError
+from inspector.sessions.detect import detect_format, detect_text, resolve_format
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('[{"role": "user", "content": "x"}]', "openai-array"),
+        ('[{"from": "human", "value": "x"}]', "trajectory"),
+        ('[{"conversations": []}]', "trajectory"),
+        ('{"role": "user", "content": "x"}\n{"role": "assistant", "content": "y"}', "openai-jsonl"),
+        ('{"messages": [], "tools": []}\n{"messages": []}', "openai-conversations"),
+        ('{"messages": [], "usage": {}}\n', "openai-request-log"),
+        ('{\n  "messages": [],\n  "response": {}\n}', "openai-request-log"),
+        ('{\n  "messages": []\n}', "openai-object"),
+        ('{"history": [], "trajectory": []}', "openai-object"),
+        ('{"conversations": [{"from": "human", "value": "x"}]}\n', "trajectory"),
+        ('{"role": "session_meta", "tools": []}\n{"role": "user"}', "hermes-gateway-jsonl"),
+        ('{"id": "s", "source": "cli", "started_at": 1, "messages": []}\n{"id": "t", "source": "cli", "started_at": 1, "messages": []}', "hermes-export"),
+        ('{\n"session_id": "s", "session_start": "x", "messages": []}', "hermes-session-json"),
+        ('{\n"request": {}, "session_id": "s", "reason": "r"}', "hermes-request-dump"),
+        ('{"type": "file-history-snapshot"}\n{"type": "user", "sessionId": "s", "parentUuid": null}', "claude-code"),
+        ('{"timestamp": "t", "type": "session_meta", "payload": {}}', "codex"),
+        ('{"id": "x", "instructions": "i"}\n{"type": "message"}', "codex"),
+    ],
+)
+def test_detects_each_format_from_content(text: str, expected: str):
+    assert detect_text(text) == expected
+    assert expected in FORMATS
+
+
+def test_bom_and_leading_whitespace_are_ignored(tmp_path: Path):
+    path = tmp_path / "renamed.txt"
+    path.write_bytes(b"\xef\xbb\xbf\n  " + json.dumps([{"role": "user", "content": "x"}]).encode())
+    assert detect_format(path) == "openai-array"
+
+
+def test_gzip_is_looked_through(tmp_path: Path):
+    path = tmp_path / "x.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"timestamp": "t", "type": "event_msg", "payload": {}}\n'))
+    assert detect_format(path) == "codex"
+
+
+def test_batch_output_is_explained(tmp_path: Path):
+    with pytest.raises(ReaderError, match="Batch"):
+        detect_text('{"id": "b", "custom_id": "r1", "response": {"body": {}}}')
+
+
+def test_format_names_and_aliases():
+    assert resolve_format("Claude") == "claude-code"
+    assert resolve_format("state.db") == "hermes-db"
+    assert resolve_format("codex") == "codex"
+    with pytest.raises(ReaderError, match="choose one of"):
+        resolve_format("word-doc")
