@@ -122,6 +122,9 @@ def main() -> int:
         trace_path = os.path.join(tmp, "trace.json")
         save_trace(trace, trace_path)
         trace_bytes = os.path.getsize(trace_path)
+        save_trace(trace, trace_path + ".gz")
+        gz_bytes = os.path.getsize(trace_path + ".gz")
+        lists_bytes = len(json.dumps(trace.store.lists))
 
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"session: {args.turns} turns, {len(session.messages):,} messages, {session_bytes / 1e6:.1f} MB, "
@@ -130,7 +133,9 @@ def main() -> int:
           f"{len(trace.compress_events)} compress calls, engine {getattr(loaded, 'name', args.engine)}")
     print(f"baseline (tokenise each distinct message once): {baseline:.2f} s")
     print(f"host replay: {host:.2f} s  -> ratio {host / baseline:.2f} (target <= 1.5)")
-    print(f"trace file: {trace_bytes / 1e6:.1f} MB -> ratio to session {trace_bytes / session_bytes:.2f} (target <= 1.3)")
+    print(f"trace file: {trace_bytes / 1e6:.1f} MB -> ratio to session {trace_bytes / session_bytes:.2f} (target <= 1.3); "
+          f"gzip {gz_bytes / 1e6:.1f} MB -> {gz_bytes / session_bytes:.2f}")
+    print(f"  (the request/history key lists written whole would be {lists_bytes / 1e6:.1f} MB)")
     print(f"peak memory (max RSS): {peak_mb:.0f} MB")
     return 0
 
