@@ -539,28 +539,38 @@ class Host:
                                model=self.settings.model, platform=self.settings.platform)
         self._preflight()
         last_assistant = None
-        while True:
-            pending = responder.pending_inputs()
-            if pending:
-                self.history.extend(pending)
-            if not responder.wants_request():
-                break
-            response = self._request_cycle(responder)
-            if response is None:
-                break
-            last_assistant = response.message
+        try:
+            while True:
+                pending = responder.pending_inputs()
+                if pending:
+                    self.history.extend(pending)
+                if not responder.wants_request():
+                    break
+                response = self._request_cycle(responder)
+                if response is None:
+                    break
+                last_assistant = response.message
+        except BaseException as exc:
+            # A provider failure or a cancel ends the turn; Hermes still finalises it.
+            interrupted = not isinstance(exc, Exception) or type(exc).__name__ in ("LiveCancelled", "ReplayCancelled")
+            reason = "interrupted" if interrupted else f"provider_error:{type(exc).__name__}"
+            self._finish_turn(user, last_assistant, failed=not interrupted, interrupted=interrupted, reason=reason)
+            raise
+        self._finish_turn(user, last_assistant, failed=False, interrupted=False, reason="completed")
+
+    def _finish_turn(self, user: Any, last_assistant: Any, *, failed: bool, interrupted: bool, reason: str) -> None:
         self._fire_plugin_hook("post_llm_call", session_id=self.session_id, user_message=_jsonable(user),
                                assistant_response=_jsonable(last_assistant), model=self.settings.model,
                                platform=self.settings.platform)
         if self._overrides["on_turn_complete"]:
             clones = [_clone(m) for m in self.history]
-            ev, _ = self._call(
+            self._call(
                 EV_TURN_COMPLETE, self.engine.on_turn_complete, clones,
                 record_args={"messages": self._history_ref(), "usage": self._last_usage,
-                             "api_call_count": self._turn_calls},
+                             "api_call_count": self._turn_calls, "turn_exit_reason": reason},
                 usage=dict(self._last_usage) if self._last_usage else None,
                 turn_id=f"turn-{self.turn}", task_id=self.session_id, api_call_count=self._turn_calls,
-                interrupted=False, failed=False, turn_exit_reason="completed",
+                interrupted=interrupted, failed=failed, turn_exit_reason=reason,
             )
 
     def _cooldown_active(self) -> bool:

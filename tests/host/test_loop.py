@@ -156,3 +156,36 @@ def test_the_compressor_cooldown_follows_transcript_time(config, nocache):
     assert clock() - start == 600.0
     clock.observe(None)  # no timestamp: a fixed step
     assert clock() - start == 600.0 + SessionClock.STEP_WITHOUT_TIMESTAMPS
+
+
+def test_a_failed_provider_call_still_finalises_the_turn(config, nocache):
+    import pytest
+
+    from inspector.host.host import Host
+    from inspector.host.replay import make_counter
+
+    got = []
+
+    class Finisher(CountingEngine):
+        def on_turn_complete(self, messages, usage=None, **kwargs):
+            got.append(kwargs)
+
+    class Failing:
+        def wants_request(self):
+            return True
+
+        def pending_inputs(self):
+            return []
+
+        def respond(self, request, tools):
+            raise ConnectionError("provider down")
+
+        def tool_results(self, assistant, engine_results):
+            return []
+
+    host = Host(Finisher(), config, session_id="s", system_prompt="sys", counter=make_counter(config), simulator=nocache)
+    assert host.start()
+    with pytest.raises(ConnectionError):
+        host.play_turn([{"role": "user", "content": "hi"}], Failing())
+    assert got and got[0]["failed"] is True and got[0]["turn_exit_reason"] == "provider_error:ConnectionError"
+    assert host.history[-1] == {"role": "user", "content": "hi"}  # the conversation is kept

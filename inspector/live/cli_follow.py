@@ -1,0 +1,92 @@
+"""``context-inspector follow SOURCE``: replay a session through an engine while it is being written.
+
+Prints one line per newly replayed turn (prompt tokens the engine's request had, the engine's
+compression count, the simulated cache read and, when the source recorded usage, the real
+figures beside them), so a running Hermes session can be watched from a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from typing import Any, TextIO
+
+HELP = "Follow a session another program is writing (Hermes state.db[#id] or a growing JSONL) and replay new turns"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", help="Hermes state.db (optionally state.db#SESSION_ID) or a JSONL transcript")
+    parser.add_argument("--engine", default=None, help="engine to replay with (default: context.engine from config)")
+    parser.add_argument("--config", default=None, help="config.yaml (Hermes keys + inspector section)")
+    parser.add_argument("--plugin-dir", action="append", default=[], help="extra plugin directory")
+    parser.add_argument("--format", default=None, help="source format, when detection needs help")
+    parser.add_argument("--session", default=None, help="session id inside a state.db (same as SOURCE#ID)")
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between polls (default 1)")
+    parser.add_argument("--max-seconds", type=float, default=None, help="stop after this many seconds")
+
+
+def turn_line(trace: Any, turn: int) -> str:
+    """``turn N: prompt P tok, compressions C, cache read R`` for the last request of ``turn``."""
+    requests = [r for r in trace.requests if r.turn == turn]
+    state = None
+    for ev in reversed(trace.events):
+        if ev.turn == turn and ev.state is not None:
+            state = ev.state
+            break
+    from inspector.trace.model import STATE_FIELDS
+
+    compressions = dict(zip(STATE_FIELDS, state)).get("compression_count", 0) if state else 0
+    if not requests:
+        return f"turn {turn}: no provider call, compressions {compressions}"
+    last = requests[-1]
+    prompt = last.usage.get("prompt_tokens", 0)
+    parts = [f"turn {turn}: prompt {prompt:,} tok", f"requests {len(requests)}", f"compressions {compressions}",
+             f"cache read {last.cache.read:,}"]
+    if last.recorded:
+        parts.append(f"recorded prompt {last.recorded.get('prompt_tokens', 0):,} / cache read "
+                     f"{last.recorded.get('cache_read_tokens', 0):,}")
+    return ", ".join(parts)
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from inspector.config import ConfigError, load_config
+    from inspector.engines.discovery import EngineLoadError, load_engine
+    from inspector.live.follow import Follower
+
+    out = out or sys.stdout
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
+    try:
+        loaded = load_engine(args.engine, config, plugin_dirs=plugin_dirs)
+    except EngineLoadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    follower = Follower(args.source, loaded, config, format=args.format, session_id=args.session,
+                        interval=args.interval, label=args.engine)
+    printed = {"turns": 0, "error": None}
+    name = getattr(loaded.info, "name", None) or args.engine or "engine"
+    print(f"following {args.source} with engine {name} every {follower.interval:g} s (Ctrl+C to stop)", file=sys.stderr)
+
+    def on_update(trace: Any, added: int) -> None:
+        for turn in range(printed["turns"], printed["turns"] + added):
+            print(turn_line(trace, turn), file=out, flush=True)
+        printed["turns"] += added
+
+    stop = threading.Event()
+    try:
+        follower.run(stop, on_update, max_seconds=args.max_seconds)
+    finally:
+        follower.close()
+        close = getattr(loaded, "close", None)
+        if callable(close):
+            close()
+    if follower.last_error and not follower.played:
+        print(f"error: {follower.last_error}", file=sys.stderr)
+        return 1
+    print(f"replayed {follower.played} turn(s)", file=sys.stderr)
+    return 0

@@ -1,0 +1,389 @@
+"""Live chat: type to a real model through the engine under test and watch every panel follow.
+
+The panel owns no host logic. A :class:`~inspector.live.session.LiveSession` does the work on a
+worker QThread (one per message, like the replay runner), so a slow endpoint or a hanging
+engine never freezes the window. Streamed text arrives through queued signals; after each
+provider request is fully recorded the panel emits :attr:`ChatPanel.trace_updated` with a
+snapshot of the trace, which the window shows in every other panel.
+
+Everything the model or the user wrote is shown as plain text (``insertText``, never HTML):
+a reply containing markup is displayed, not interpreted.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtGui import QKeySequence, QShortcut, QTextCursor
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inspector.live.responder import LiveCancelled, LiveError, LiveSettings
+from inspector.trace.model import Trace
+from inspector.ui.cursor import Cursor
+from inspector.ui.panels.base import Panel
+
+SessionFactory = Callable[[], Any]  # () -> LiveSession, called on the worker thread (engine loading is slow)
+
+
+class _ChatWorker(QObject):
+    """Runs one message (or one /compress) against the session, on the worker thread."""
+
+    session_ready = Signal(object)
+    delta = Signal(str)
+    notice = Signal(str, str)
+    request_done = Signal(object)  # Trace snapshot
+    finished = Signal(str, object)  # reply text, Trace snapshot
+    failed = Signal(str, str, object)  # kind, message, Trace snapshot or None
+
+    def __init__(self, session: Any, factory: SessionFactory | None, text: str, cancel: threading.Event) -> None:
+        super().__init__()
+        self.session = session
+        self.factory = factory
+        self.text = text
+        self.cancel = cancel
+
+    def _snapshot(self) -> Trace | None:
+        try:
+            return self.session.snapshot() if self.session is not None else None
+        except Exception:
+            return None
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            if self.session is None:
+                if self.factory is None:
+                    raise LiveError("no live session: configure an endpoint and an engine first", kind="config")
+                self.session = self.factory()
+                self.session_ready.emit(self.session)
+            text = self.text.strip()
+            if text == "/compress" or text.startswith("/compress "):
+                topic = text[len("/compress"):].strip() or None
+                committed = self.session.compress(topic)
+                message = "compression committed" if committed else "compression made no change"
+                self.finished.emit(f"[/compress: {message}]", self._snapshot())
+                return
+            reply = self.session.send(
+                self.text,
+                on_delta=self.delta.emit,
+                cancel=self.cancel,
+                on_notice=self.notice.emit,
+                on_request=lambda: self.request_done.emit(self._snapshot()),
+            )
+            self.finished.emit(reply, self._snapshot())
+        except LiveCancelled as exc:
+            self.failed.emit("cancelled", str(exc), self._snapshot())
+        except LiveError as exc:
+            self.failed.emit(exc.kind, str(exc), self._snapshot())
+        except BaseException as exc:  # noqa: BLE001 - an engine may raise anything; the panel reports it
+            detail = traceback.format_exc(limit=3)
+            self.failed.emit("unexpected", f"{type(exc).__name__}: {exc}\n{detail}", self._snapshot())
+
+
+class ChatPanel(Panel):
+    """Transcript, input, Send / Cancel / Save transcript, endpoint line and status line."""
+
+    panel_id = "chat"
+    title = "Live chat"
+    area = Qt.DockWidgetArea.RightDockWidgetArea
+
+    #: a finished snapshot of the live trace after each provider request (and at the end of a turn)
+    trace_updated = Signal(object)
+    #: True while a message is in flight
+    busy_changed = Signal(bool)
+    #: each piece of streamed reply text, as it is shown (GUI thread)
+    reply_delta = Signal(str)
+
+    def __init__(
+        self,
+        cursor: Cursor,
+        parent: QWidget | None = None,
+        *,
+        session: Any = None,
+        session_factory: SessionFactory | None = None,
+        settings: LiveSettings | None = None,
+    ) -> None:
+        super().__init__(cursor, parent)
+        self._session = session
+        self._factory = session_factory
+        self._settings = settings
+        self._thread: QThread | None = None
+        self._worker: _ChatWorker | None = None
+        self._cancel = threading.Event()
+        self._reply_anchor = 0
+        self._owns_session = False
+
+        self.endpoint_label = QLabel()
+        self.endpoint_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.endpoint_label.setWordWrap(True)
+        self.view = QPlainTextEdit()
+        self.view.setReadOnly(True)
+        self.view.setObjectName("chat_transcript")
+        self.view.setUndoRedoEnabled(False)
+        self.input = QPlainTextEdit()
+        self.input.setObjectName("chat_input")
+        self.input.setPlaceholderText("Message… (Ctrl+Enter sends; /compress [topic] compacts now)")
+        self.input.setMaximumHeight(90)
+        self.send_button = QPushButton("Send")
+        self.cancel_button = QPushButton("Cancel")
+        self.save_button = QPushButton("Save transcript…")
+        self.status_label = QLabel("Ready.")
+        self.status_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.status_label.setWordWrap(True)
+        self.status_label.setObjectName("chat_status")
+
+        buttons = QHBoxLayout()
+        buttons.setContentsMargins(0, 0, 0, 0)
+        buttons.addWidget(self.send_button)
+        buttons.addWidget(self.cancel_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.save_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.endpoint_label)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(self.input)
+        layout.addLayout(buttons)
+        layout.addWidget(self.status_label)
+
+        self.send_button.clicked.connect(lambda: self.send_text())
+        self.cancel_button.clicked.connect(self.cancel)
+        self.save_button.clicked.connect(lambda: self.save_transcript())
+        shortcut = QShortcut(QKeySequence("Ctrl+Return"), self.input)
+        shortcut.activated.connect(lambda: self.send_text())
+        self._update_endpoint()
+        self._set_busy(False)
+
+    # -- configuration --------------------------------------------------------------------
+    @property
+    def session(self) -> Any:
+        return self._session
+
+    @property
+    def busy(self) -> bool:
+        return self._thread is not None
+
+    def set_session(self, session: Any) -> None:
+        """Chat with this ``LiveSession`` from now on (the caller owns and closes it)."""
+        if self.busy:
+            raise RuntimeError("a message is in flight; cancel it first")
+        self._session = session
+        self._owns_session = False
+        self._update_endpoint()
+        self._set_busy(False)
+
+    def set_session_factory(self, factory: SessionFactory | None, settings: LiveSettings | None = None) -> None:
+        """Create the session lazily, on the worker thread, at the first Send (engine loading can be slow)."""
+        self._factory = factory
+        if settings is not None:
+            self._settings = settings
+        self._update_endpoint()
+        self._set_busy(False)
+
+    def _update_endpoint(self) -> None:
+        settings = getattr(self._session, "settings", None) or self._settings
+        if settings is None:
+            self.endpoint_label.setText("No live endpoint configured (inspector.live.base_url / model in config.yaml).")
+        else:
+            self.endpoint_label.setText(f"Endpoint: {settings.describe()}")
+
+    # -- Panel interface: the chat is a source of traces, not a view of the cursor --------------
+    def render_trace(self, trace: Trace | None) -> None:
+        pass
+
+    def render_cursor(self, k: int) -> None:
+        pass
+
+    # -- actions -------------------------------------------------------------------------------
+    def send_text(self, text: str | None = None) -> bool:
+        """Send ``text`` (default: the input box). False when there is nothing to send or one is in flight."""
+        if self.busy:
+            self._status("A message is already in flight; wait or cancel it.")
+            return False
+        if text is None:
+            text = self.input.toPlainText()
+        if not text.strip():
+            return False
+        if self._session is None and self._factory is None:
+            self._status("No live session: configure an endpoint and an engine first.")
+            return False
+        self.input.clear()
+        self._append(("\n" if self.view.document().characterCount() > 1 else "") + "You: " + text.rstrip() + "\n")
+        self._append("Assistant: ")
+        self._reply_anchor = self._end()
+        self._cancel = threading.Event()
+        worker = _ChatWorker(self._session, self._factory, text, self._cancel)
+        thread = QThread()
+        thread.setObjectName("inspector-live-chat")
+        worker.moveToThread(thread)
+        thread.started.connect(worker.run)
+        worker.session_ready.connect(self._on_session_ready)
+        worker.delta.connect(self._on_delta)
+        worker.notice.connect(self._on_notice)
+        worker.request_done.connect(self._on_request_done)
+        worker.finished.connect(self._on_finished)
+        worker.failed.connect(self._on_failed)
+        self._thread, self._worker = thread, worker
+        self._set_busy(True)
+        self._status("Sending…")
+        thread.start()
+        return True
+
+    def cancel(self) -> None:
+        """Stop the request in flight (the stream is closed; the conversation so far is kept)."""
+        if self.busy:
+            self._cancel.set()
+            self._status("Cancelling…")
+
+    def save_transcript(self, path: str | Path | None = None) -> Path | None:
+        """Save the conversation as OpenAI JSONL (asks for a file when ``path`` is None)."""
+        if self._session is None:
+            self._status("Nothing to save yet.")
+            return None
+        if self.busy:
+            self._status("Wait for the reply (or cancel) before saving.")
+            return None
+        if path is None:
+            chosen, _ = QFileDialog.getSaveFileName(self, "Save live transcript", "live-session.jsonl",
+                                                    "OpenAI JSONL (*.jsonl);;All files (*)")
+            if not chosen:
+                return None
+            path = chosen
+        try:
+            saved = self._session.save_transcript(path)
+        except OSError as exc:
+            self._status(f"Could not save the transcript: {exc.strerror or exc}")
+            return None
+        self._status(f"Transcript saved to {saved}")
+        return Path(saved)
+
+    def shutdown(self, timeout_ms: int = 10_000) -> bool:
+        """Cancel and wait for the worker (window close); closes a session the factory made here.
+
+        True when the worker stopped in time. A session given with ``set_session`` is the
+        caller's to close.
+        """
+        stopped = True
+        thread = self._thread
+        if thread is not None:
+            self._cancel.set()
+            stopped = thread.wait(timeout_ms)
+            if stopped:
+                self._cleanup()
+        if stopped and self._owns_session and self._session is not None:
+            try:
+                self._session.close()
+            except Exception:  # noqa: BLE001 - an engine's on_session_end must not block closing the window
+                pass
+            self._owns_session = False
+        return stopped
+
+    # -- worker signals (GUI thread) --------------------------------------------------------------
+    def _on_session_ready(self, session: Any) -> None:
+        self._session = session
+        self._owns_session = True
+        self._update_endpoint()
+
+    def _on_delta(self, text: str) -> None:
+        self._append(text)
+        self.reply_delta.emit(text)
+
+    def _on_notice(self, kind: str, text: str) -> None:
+        if kind == "retry":
+            # Whatever streamed for the failed attempt is void; the retry streams it again.
+            self._truncate(self._reply_anchor)
+        self._status(text)
+
+    def _on_request_done(self, trace: Trace | None) -> None:
+        if trace is not None:
+            calls = _last_tool_calls(trace)
+            if calls:
+                self._append(f"[tool call{'s' if len(calls) > 1 else ''}: {', '.join(calls)}]\n")
+            self.trace_updated.emit(trace)
+        self._reply_anchor = self._end()
+        self._status("Waiting for the model after the tool results…")
+
+    def _on_finished(self, reply: str, trace: Trace | None) -> None:
+        if reply.startswith("[/compress"):
+            self._truncate(self._reply_anchor)
+            self._append(reply)
+        self._append("\n")
+        self._cleanup()
+        self._status("Ready.")
+        if trace is not None:
+            self.trace_updated.emit(trace)
+
+    def _on_failed(self, kind: str, message: str, trace: Trace | None) -> None:
+        if kind == "cancelled":
+            self._append("[cancelled]\n")
+            self._status("Cancelled. The conversation so far is kept; send again to continue.")
+        else:
+            self._append(f"[error: {kind}]\n")
+            self._status(f"Error ({kind}): {message}")
+        self._cleanup()
+        if trace is not None:
+            self.trace_updated.emit(trace)
+
+    # -- helpers -------------------------------------------------------------------------------------
+    def _cleanup(self) -> None:
+        thread, worker = self._thread, self._worker
+        self._thread, self._worker = None, None
+        if thread is not None:
+            thread.quit()
+            thread.wait()
+            thread.deleteLater()
+        if worker is not None:
+            worker.deleteLater()
+        self._set_busy(False)
+
+    def _set_busy(self, busy: bool) -> None:
+        ready = self._session is not None or self._factory is not None
+        self.send_button.setEnabled(not busy and ready)
+        self.cancel_button.setEnabled(busy)
+        self.save_button.setEnabled(not busy and self._session is not None)
+        self.busy_changed.emit(busy)
+
+    def _status(self, text: str) -> None:
+        self.status_label.setText(text)
+
+    def _end(self) -> int:
+        return self.view.document().characterCount() - 1
+
+    def _append(self, text: str) -> None:
+        cur = QTextCursor(self.view.document())
+        cur.movePosition(QTextCursor.MoveOperation.End)
+        cur.insertText(text)
+        self.view.ensureCursorVisible()
+
+    def _truncate(self, position: int) -> None:
+        cur = QTextCursor(self.view.document())
+        cur.setPosition(max(0, min(position, self._end())))
+        cur.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        cur.removeSelectedText()
+
+
+def _last_tool_calls(trace: Trace) -> list[str]:
+    """Names of the tools the latest response called (for a one-line mention in the transcript)."""
+    if not trace.requests:
+        return []
+    key = trace.requests[-1].response_key
+    if not key or key not in trace.store.messages:
+        return []
+    out = []
+    for call in trace.store.messages[key].get("tool_calls") or ():
+        if isinstance(call, dict):
+            out.append(str((call.get("function") or {}).get("name") or "?"))
+    return out
