@@ -147,15 +147,17 @@ def test_a_request_over_the_window_triggers_overflow_compaction_then_exhaustion(
 
 
 def test_the_compressor_cooldown_follows_transcript_time(config, nocache):
+    import pytest
+
     from inspector.host.host import SessionClock
 
     clock = SessionClock()
     start = clock()
     clock.observe(1000.0)
     clock.observe(1600.0)
-    assert clock() - start == 600.0
+    assert clock() - start == pytest.approx(600.0)
     clock.observe(None)  # no timestamp: a fixed step
-    assert clock() - start == 600.0 + SessionClock.STEP_WITHOUT_TIMESTAMPS
+    assert clock() - start == pytest.approx(600.0 + SessionClock.STEP_WITHOUT_TIMESTAMPS)
 
 
 def test_a_failed_provider_call_still_finalises_the_turn(config, nocache):
