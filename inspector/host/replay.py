@@ -18,7 +18,7 @@ from typing import Any
 from inspector import __version__
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.responders import ReplayResponder
-from inspector.sessions.model import Session, is_replayable, wire_message
+from inspector.sessions.model import ApiCall, Compaction, Session, Turn, is_replayable, wire_message
 from inspector.trace.model import EV_MARKER, EV_NOTE, Event, Trace
 
 ProgressFn = Callable[[int, int], None]
@@ -54,7 +54,7 @@ def session_identifier(session: Session) -> str:
     return time.strftime("%Y%m%d_%H%M%S_", time.gmtime(session.started_at or 0)) + digest[:6]
 
 
-def _engine_meta(loaded: Any, engine: Any) -> dict[str, Any]:
+def engine_meta(loaded: Any, engine: Any) -> dict[str, Any]:
     info = getattr(loaded, "info", None)
     meta: dict[str, Any] = {}
     if info is not None:
@@ -73,7 +73,7 @@ def _engine_meta(loaded: Any, engine: Any) -> dict[str, Any]:
     return meta
 
 
-def _public_config(config: dict[str, Any]) -> dict[str, Any]:
+def public_config(config: dict[str, Any]) -> dict[str, Any]:
     """The config as recorded in a trace: every api_key dropped, whatever its nesting."""
 
     def scrub(node: Any) -> Any:
@@ -84,6 +84,41 @@ def _public_config(config: dict[str, Any]) -> dict[str, Any]:
         return node
 
     return scrub(config)
+
+
+def play_session_turn(
+    host: Host,
+    session: Session,
+    turn: Turn,
+    calls: dict[int, ApiCall],
+    markers: list[Compaction],
+    marker_pos: int,
+) -> int:
+    """Feed one recorded turn to the host (teacher forcing); returns the next marker position.
+
+    Shared by replay and follow mode so both play a transcript the same way: the original
+    agent's summaries, compaction copies and rewound rows are skipped (they are artefacts of its
+    own engine), and its compactions become marker events where they happened.
+    """
+    messages = session.messages
+    indices = [i for i in range(turn.start, turn.end) if i > 0 or messages[i].get("role") != "system"]
+    kept = [i for i in indices if is_replayable(messages[i])]
+    while marker_pos < len(markers) and markers[marker_pos].message_index < turn.end:
+        c = markers[marker_pos]
+        summary = {"$msg": host.trace.store.put({"role": "user", "content": c.summary})} if c.summary else None
+        ev = Event(index=0, kind=EV_MARKER, turn=host.turn + 1, t=host._now(),
+                   args={"kind": c.kind, "message_index": c.message_index, "tokens_before": c.tokens_before,
+                         "summary": summary},
+                   note=f"the original agent compacted here ({c.kind})")
+        ev.state = host._state()
+        host.trace.add_event(ev)
+        marker_pos += 1
+    first_assistant = next((j for j, i in enumerate(kept) if messages[i].get("role") == "assistant"), len(kept))
+    inputs = [wire_message(messages[i]) for i in kept[:first_assistant]]
+    responder = ReplayResponder(session, kept[first_assistant:], calls)
+    ts = messages[kept[0]].get("x_timestamp") if kept else None
+    host.play_turn(inputs, responder, timestamp=ts)
+    return marker_pos
 
 
 def _pin_summary_date(engine: Any, session: Session) -> None:
@@ -126,13 +161,13 @@ def replay(
         meta={
             "inspector_version": __version__,
             "label": label or getattr(engine, "name", "engine"),
-            "engine": _engine_meta(loaded, engine),
+            "engine": engine_meta(loaded, engine),
             "session": {
                 "id": session.id, "format": session.source_format, "path": session.source_path,
                 "title": session.title, "model": session.model, "turns": len(session.turns),
                 "messages": len(session.messages), "warnings": list(session.warnings[:50]),
             },
-            "config": _public_config(config),
+            "config": public_config(config),
             "tokenizer": getattr(counter, "name", "?"),
             "cache_profile": (config.get("inspector") or {}).get("cache_profile", "anthropic"),
             "host_differences": list(HOST_DIFFERENCES),
@@ -158,25 +193,7 @@ def replay(
             if cancel is not None and cancel.is_set():
                 cancelled = True
                 break
-            indices = [i for i in range(turn.start, turn.end) if i > 0 or session.messages[i].get("role") != "system"]
-            # The original agent's summaries, compaction copies and rewound rows are artefacts
-            # of its own engine, not history the engine under test should see.
-            kept = [i for i in indices if is_replayable(session.messages[i])]
-            while marker_pos < len(markers) and markers[marker_pos].message_index < turn.end:
-                c = markers[marker_pos]
-                ev = Event(index=0, kind=EV_MARKER, turn=host.turn + 1, t=host._now(),
-                           args={"kind": c.kind, "message_index": c.message_index, "tokens_before": c.tokens_before,
-                                 "summary": ({"$msg": trace.store.put({"role": "user", "content": c.summary})}
-                                             if c.summary else None)},
-                           note=f"the original agent compacted here ({c.kind})")
-                ev.state = host._state()
-                trace.add_event(ev)
-                marker_pos += 1
-            first_assistant = next((j for j, i in enumerate(kept) if session.messages[i].get("role") == "assistant"), len(kept))
-            inputs = [wire_message(session.messages[i]) for i in kept[:first_assistant]]
-            responder = ReplayResponder(session, kept[first_assistant:], calls_by_index)
-            ts = session.messages[kept[0]].get("x_timestamp") if kept else None
-            host.play_turn(inputs, responder, timestamp=ts)
+            marker_pos = play_session_turn(host, session, turn, calls_by_index, markers, marker_pos)
             if progress is not None:
                 progress(n + 1, total)
     if cancelled:

@@ -29,16 +29,16 @@ from typing import Any
 from inspector import __version__
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.replay import (
-    _engine_meta,
-    _public_config,
+    engine_meta,
     make_counter,
     make_simulator,
+    play_session_turn,
+    public_config,
     session_identifier,
 )
-from inspector.host.responders import ReplayResponder
 from inspector.live.session import activated, is_builtin_engine, load_named_engine, snapshot_trace
-from inspector.sessions.model import ApiCall, ReaderError, Session, Turn, is_replayable, wire_message
-from inspector.trace.model import EV_MARKER, Event, Trace
+from inspector.sessions.model import ApiCall, ReaderError, Session, Turn, wire_message
+from inspector.trace.model import Trace
 
 UpdateFn = Callable[[Trace, int], None]
 
@@ -158,10 +158,10 @@ class Follower:
         meta: dict[str, Any] = {
             "inspector_version": __version__,
             "label": self.label or f"{getattr(self.engine, 'name', 'engine')} (follow)",
-            "engine": _engine_meta(self.loaded, self.engine),
+            "engine": engine_meta(self.loaded, self.engine),
             "session": {"id": session.id, "format": session.source_format, "path": session.source_path,
                         "title": session.title, "model": session.model},
-            "config": _public_config(self.config),
+            "config": public_config(self.config),
             "tokenizer": getattr(counter, "name", "?"),
             "cache_profile": (self.config.get("inspector") or {}).get("cache_profile", "anthropic"),
             "host_differences": list(HOST_DIFFERENCES) + list(FOLLOW_DIFFERENCES),
@@ -236,27 +236,9 @@ class Follower:
 
     def _play(self, session: Session, turn: Turn, calls: dict[int, ApiCall]) -> None:
         """One turn, exactly as :func:`inspector.host.replay.replay` feeds it to the host."""
-        host = self.host
-        assert host is not None
-        indices = [i for i in range(turn.start, turn.end) if i > 0 or session.messages[i].get("role") != "system"]
-        # The original agent's summaries, compaction copies and rewound rows are not history (as in replay).
-        kept = [i for i in indices if is_replayable(session.messages[i])]
+        assert self.host is not None
         markers = sorted(session.compactions, key=lambda c: c.message_index)
-        while self._markers_done < len(markers) and markers[self._markers_done].message_index < turn.end:
-            c = markers[self._markers_done]
-            ev = Event(index=0, kind=EV_MARKER, turn=host.turn + 1, t=host._now(),
-                       args={"kind": c.kind, "message_index": c.message_index, "tokens_before": c.tokens_before,
-                             "summary": ({"$msg": host.trace.store.put({"role": "user", "content": c.summary})}
-                                         if c.summary else None)},
-                       note=f"the original agent compacted here ({c.kind})")
-            ev.state = host._state()
-            host.trace.add_event(ev)
-            self._markers_done += 1
-        first_assistant = next((j for j, i in enumerate(kept) if session.messages[i].get("role") == "assistant"), len(kept))
-        inputs = [wire_message(session.messages[i]) for i in kept[:first_assistant]]
-        responder = ReplayResponder(session, kept[first_assistant:], calls)
-        ts = session.messages[kept[0]].get("x_timestamp") if kept else None
-        host.play_turn(inputs, responder, timestamp=ts)
+        self._markers_done = play_session_turn(self.host, session, turn, calls, markers, self._markers_done)
         first = session.messages[turn.start] if turn.start < len(session.messages) else None
         self._turn_digests.append(_message_digest(first))
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from inspector import __version__
 from inspector.host.host import Host
-from inspector.host.replay import _engine_meta, _public_config, make_counter, make_simulator
+from inspector.host.replay import engine_meta, make_counter, make_simulator, public_config
 from inspector.live.responder import DeltaFn, LiveError, LiveResponder, LiveSettings, NoticeFn
 from inspector.trace.model import Trace
 
@@ -145,10 +145,10 @@ class LiveSession:
             meta: dict[str, Any] = {
                 "inspector_version": __version__,
                 "label": label or f"{getattr(self.engine, 'name', 'engine')} (live)",
-                "engine": _engine_meta(self.loaded, self.engine),
+                "engine": engine_meta(self.loaded, self.engine),
                 "session": {"id": self.session_id, "format": "live", "path": None, "model": self.settings.model,
                             "endpoint": self.settings.base_url},
-                "config": _public_config(config),
+                "config": public_config(config),
                 "tokenizer": getattr(counter, "name", "?"),
                 "cache_profile": (config.get("inspector") or {}).get("cache_profile", "anthropic"),
                 "host_differences": list(LIVE_DIFFERENCES),
