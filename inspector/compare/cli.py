@@ -1,0 +1,151 @@
+"""``context-inspector compare``: run 2–4 engines (or configs) over one session, headlessly.
+
+Prints the whole-session summary table (text with best values marked, or JSON), and writes the
+HTML report (``--html``) and the comparison bundle (``--out``) when asked. Progress goes to
+stderr so stdout stays machine-readable. Exit status: 0 when every run completed, 2 on a usage
+error (bad spec, config, session) or when any run failed (the other runs are still reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from typing import Any
+
+HELP = "Compare context engines (or configs of one engine) side by side on one session."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", help="transcript file or Hermes state.db[#session id]")
+    parser.add_argument("--engine", action="append", default=[], metavar="NAME[:key=value,...]",
+                        help="a run: engine name, optionally with config overrides, e.g. "
+                             "compressor:compression.threshold=0.6 (repeat, 2-4 runs; label=NAME names the run)")
+    parser.add_argument("--config", help="config.yaml (Hermes keys + inspector section), the base of every run")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config value for every run, e.g. compression.threshold=0.6")
+    parser.add_argument("--plugin-dir", action="append", default=[], help="extra plugin directory")
+    parser.add_argument("--format", help="transcript format (skip detection)")
+    parser.add_argument("--session-id", help="session to load from a multi-session source")
+    parser.add_argument("--json", action="store_true", help="print the table as JSON instead of text")
+    parser.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report here")
+    parser.add_argument("--out", metavar="BUNDLE", help="save the comparison (all runs) to one file (.json or .json.gz)")
+    parser.add_argument("--turns", action="store_true", help="also print the per-turn table (text mode)")
+    parser.add_argument("--workers", type=int, default=4, help="replays run in parallel (default 4)")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def _progress(quiet: bool):
+    """A thread-safe stderr reporter: one line per run every 10% (replays run in parallel)."""
+    if quiet:
+        return None
+    lock = threading.Lock()
+    last: dict[str, int] = {}
+
+    def report(label: str, done: int, total: int) -> None:
+        pct = int(done * 100 / total) if total else 100
+        with lock:
+            if pct // 10 != last.get(label, -1) // 10 or done == total:
+                if last.get(label) == 100:
+                    return
+                last[label] = pct
+                sys.stderr.write(f"{label}: turn {done}/{total} ({pct}%)\n")
+                sys.stderr.flush()
+
+    return report
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from inspector.compare.bundle import save_comparison
+    from inspector.compare.report import write_html_report
+    from inspector.compare.runs import MAX_RUNS, SpecError, parse_specs, run_comparison
+    from inspector.compare.table import summary_table
+    from inspector.config import ConfigError, load_config, parse_set_option
+
+    try:
+        config = load_config(args.config, parse_set_option(args.set))
+    except ConfigError as exc:
+        return _error(str(exc))
+    except Exception as exc:  # a --set value YAML cannot read
+        return _error(f"--set: {exc}")
+    texts = args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]
+    try:
+        specs = parse_specs(texts)
+    except SpecError as exc:
+        return _error(str(exc))
+    if len(specs) > MAX_RUNS:
+        return _error(f"at most {MAX_RUNS} runs in one comparison (got {len(specs)})")
+    if len(specs) == 1:
+        print("warning: only one run; give --engine twice or more to compare", file=sys.stderr)
+    if args.workers < 1:
+        return _error("--workers must be at least 1")
+
+    session = _load_session(args)
+    if isinstance(session, int):
+        return session
+    for warning in session.warnings[:20]:
+        print(f"warning: {warning}", file=sys.stderr)
+    plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
+    quiet = args.quiet
+    comparison = run_comparison(session, specs, config, plugin_dirs=plugin_dirs, progress=_progress(quiet),
+                                max_workers=args.workers)
+    failed = [r for r in comparison.runs if not r.ok]
+    for r in failed:
+        print(f"error: run {r.label!r} ({r.spec.describe()}): {r.error}", file=sys.stderr)
+        if r.details and not quiet:
+            print(_indent(r.details), file=sys.stderr)
+
+    table = summary_table(comparison)
+    status = 2 if failed else 0
+    if args.out:
+        try:
+            save_comparison(comparison, args.out)
+            if not quiet:
+                print(f"comparison written: {args.out}", file=sys.stderr)
+        except OSError as exc:
+            status = _error(f"{args.out}: cannot write the comparison: {exc.strerror or exc}")
+    if args.html:
+        try:
+            write_html_report(comparison, args.html)
+            if not quiet:
+                print(f"report written: {args.html}", file=sys.stderr)
+        except OSError as exc:
+            status = _error(f"{args.html}: cannot write the report: {exc.strerror or exc}")
+
+    if args.json:
+        json.dump({"session": comparison.session, **table.to_json(), "summaries": table.summaries},
+                  sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return status
+    if args.turns:
+        from inspector.host.cli import print_turn_table
+
+        ok = [r for r in comparison.runs if r.trace is not None]
+        if ok:
+            print_turn_table([r.trace for r in ok], [r.label for r in ok])
+            sys.stdout.write("\n")
+    sys.stdout.write(table.render_text())
+    return status
+
+
+def _load_session(args: argparse.Namespace) -> Any:
+    """The session, or an exit status after printing why it could not be read."""
+    from inspector.sessions import load_session
+    from inspector.sessions.model import ReaderError
+
+    try:
+        return load_session(args.session, format=args.format, session_id=args.session_id)
+    except ReaderError as exc:
+        return _error(str(exc))
+    except OSError as exc:
+        return _error(f"{args.session}: {exc.strerror or exc}")
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.rstrip().splitlines())

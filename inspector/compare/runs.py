@@ -1,0 +1,374 @@
+"""Run specs and the comparison runner: 2–4 engines (or configs) replayed over one session.
+
+A *run spec* is an engine name, config overrides and a label, written on the command line as
+``NAME[:key=value,key=value]`` (``compressor:compression.threshold=0.6``). The runner loads every
+engine on the calling thread first, because plugin import and the compatibility modules are
+process-global state, then replays the runs in worker threads. Each run gets its own cache
+simulator (the cache is state carried across requests) while runs with the same tokenizer share
+one token counter (counts are pure functions of the text, so sharing only saves work).
+
+One run failing — an engine that does not load, a replay that crashes — is recorded on that
+run and never costs the others their results.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from inspector.config import ConfigError, deep_merge, parse_set_option
+from inspector.trace.model import Trace
+
+if TYPE_CHECKING:
+    from inspector.compare.align import Alignment
+
+# progress(label, turns done, turns total); called from worker threads.
+ProgressFn = Callable[[str, int, int], None]
+
+MAX_RUNS = 8  # the UI is designed for 2-4; more is allowed headlessly but not encouraged
+STATUS_OK = "ok"
+STATUS_LOAD_FAILED = "load_failed"
+STATUS_CRASHED = "crashed"
+STATUS_CANCELLED = "cancelled"
+
+# "key=value" pieces are separated by commas; a comma only separates when a new key follows,
+# so a value may itself contain commas (``a.b=[1, 2]``).
+_PIECE_SPLIT = re.compile(r",(?=\s*[A-Za-z_][\w.\-]*\s*=)")
+_SECRET_RE = re.compile(r"api_key|secret|password|token$", re.IGNORECASE)
+_KEY_RE = re.compile(r"^[A-Za-z_][\w\-]*(\.[A-Za-z_0-9][\w\-]*)*$")
+
+
+class SpecError(ValueError):
+    """A ``--engine`` spec could not be parsed; the message says which part and why."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a comparison: which engine, with which config overrides, under what label.
+
+    ``overrides`` are dotted keys with already-parsed values (``{"compression.threshold": 0.6}``),
+    kept flat so the label, the bundle and the report can show exactly what the user changed.
+    """
+
+    engine: str
+    overrides: tuple[tuple[str, Any], ...] = ()
+    label: str = ""
+
+    def config_for(self, base: dict[str, Any]) -> dict[str, Any]:
+        """The run's config: ``base`` with this run's overrides merged over it (base untouched)."""
+        nested: dict[str, Any] = {}
+        for key, value in self.overrides:
+            node = nested
+            parts = key.split(".")
+            for part in parts[:-1]:
+                child = node.get(part)
+                if not isinstance(child, dict):
+                    child = node[part] = {}
+                node = child
+            node[parts[-1]] = value
+        return deep_merge(base, nested)
+
+    def describe(self) -> str:
+        """The spec as the user would type it (``name:key=value,...``), secret values masked."""
+        if not self.overrides:
+            return self.engine
+        return self.engine + ":" + ",".join(f"{k}={_shown(k, v)}" for k, v in self.overrides)
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything, secrets included: for re-running in this process, never for writing out."""
+        return {"engine": self.engine, "overrides": [[k, v] for k, v in self.overrides], "label": self.label}
+
+    def public_json(self) -> dict[str, Any]:
+        """What may be saved or shown: overrides of secret-looking keys (API keys) left out."""
+        return {"engine": self.engine, "overrides": [[k, v] for k, v in self.overrides if not is_secret_key(k)],
+                "label": self.label}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunSpec:
+        pairs = tuple((str(k), v) for k, v in (data.get("overrides") or []))
+        return cls(engine=str(data.get("engine") or ""), overrides=pairs, label=str(data.get("label") or ""))
+
+
+def is_secret_key(key: str) -> bool:
+    """Config keys whose values must never reach a file, label or report (``*.api_key`` ...)."""
+    return bool(_SECRET_RE.search(key.rsplit(".", 1)[-1])) and not key.endswith("api_key_env")
+
+
+def _shown(key: str, value: Any) -> str:
+    return "***" if is_secret_key(key) else _yaml_scalar(value)
+
+
+def _yaml_scalar(value: Any) -> str:
+    """Render a parsed value the way the user would type it (and YAML reads back as the same value)."""
+    import yaml
+
+    if isinstance(value, str) and value and "\n" not in value and "," not in value:
+        try:
+            if yaml.safe_load(value) == value:
+                return value
+        except yaml.YAMLError:
+            pass
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+
+
+def parse_engine_spec(text: str) -> RunSpec:
+    """Parse ``NAME[:key=value,key=value]``; a ``label=...`` piece names the run explicitly.
+
+    Values are YAML scalars, as with ``--set`` (``0.6`` is a float, ``true`` a bool).
+    """
+    raw = (text or "").strip()
+    if not raw:
+        raise SpecError("empty --engine spec; expected NAME or NAME:key=value,...")
+    name, sep, rest = raw.partition(":")
+    name = name.strip()
+    if not name:
+        raise SpecError(f"--engine {raw!r}: missing engine name before ':'")
+    if sep and not rest.strip():
+        raise SpecError(f"--engine {raw!r}: nothing after ':'; expected key=value[,key=value]")
+    overrides: list[tuple[str, Any]] = []
+    label = ""
+    if rest.strip():
+        for piece in _PIECE_SPLIT.split(rest):
+            key, eq, value = piece.partition("=")
+            key = key.strip()
+            if not eq:
+                raise SpecError(f"--engine {raw!r}: {piece.strip()!r} is not key=value")
+            if key == "label":
+                label = value.strip()
+                continue
+            if not _KEY_RE.match(key):
+                raise SpecError(f"--engine {raw!r}: {key!r} is not a dotted config key (like compression.threshold)")
+            try:
+                parsed = parse_set_option([f"{key}={value.strip()}"])
+            except (ConfigError, ValueError) as exc:
+                raise SpecError(f"--engine {raw!r}: cannot read value of {key!r}: {exc}") from None
+            except Exception as exc:  # yaml errors
+                raise SpecError(f"--engine {raw!r}: cannot read value of {key!r}: {exc}") from None
+            node: Any = parsed
+            for part in key.split("."):
+                node = node[part]
+            overrides.append((key, node))
+    return RunSpec(engine=name, overrides=tuple(overrides), label=label)
+
+
+def _default_label(spec: RunSpec) -> str:
+    """Engine name plus the last part of each override key: ``compressor[threshold=0.6]``."""
+    if not spec.overrides:
+        return spec.engine
+    parts = ",".join(f"{k.rsplit('.', 1)[-1]}={_shown(k, v)}" for k, v in spec.overrides)
+    return f"{spec.engine}[{parts}]"
+
+
+def unique_labels(specs: Sequence[RunSpec]) -> list[RunSpec]:
+    """Give every spec a label, unique across the comparison (``name``, ``name #2``, ...).
+
+    Labels are how the table, plots and bundle name runs, so two runs may never share one.
+    """
+    out: list[RunSpec] = []
+    seen: set[str] = set()
+    for spec in specs:
+        base = spec.label or _default_label(spec)
+        label, n = base, 2
+        while label in seen:
+            label = f"{base} #{n}"
+            n += 1
+        seen.add(label)
+        out.append(RunSpec(spec.engine, spec.overrides, label))
+    return out
+
+
+def parse_specs(texts: Sequence[str]) -> list[RunSpec]:
+    """Parse several ``--engine`` values and make their labels unique."""
+    return unique_labels([parse_engine_spec(t) for t in texts])
+
+
+@dataclass
+class RunResult:
+    """One run's outcome: its trace (None if it never ran), or why it failed.
+
+    A cancelled run keeps its partial trace; a crashed run has none (the replay raised).
+    """
+
+    spec: RunSpec
+    trace: Trace | None = None
+    status: str = STATUS_OK
+    error: str | None = None
+    details: str = ""  # traceback or the loader's long explanation
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    config: dict[str, Any] | None = None  # the run's effective config (None after reload from a bundle)
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    @property
+    def ok(self) -> bool:
+        return self.status == STATUS_OK and self.trace is not None
+
+
+@dataclass
+class Comparison:
+    """Several runs over one session. Runs keep the order the user gave; run 0 is the baseline."""
+
+    runs: list[RunResult]
+    session: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def labels(self) -> list[str]:
+        return [r.label for r in self.runs]
+
+    @property
+    def traces(self) -> list[Trace | None]:
+        """One entry per run (None for a run that produced no trace), same order as ``runs``."""
+        return [r.trace for r in self.runs]
+
+    @property
+    def errors(self) -> list[str | None]:
+        return [r.error for r in self.runs]
+
+    @cached_property
+    def alignment(self) -> Alignment:
+        """The lockstep (turn, call) alignment of all runs; computed once."""
+        from inspector.compare.align import align_runs
+
+        return align_runs(self.traces)
+
+
+def session_info(session: Any) -> dict[str, Any]:
+    """What the report and bundle say about the session (no message text)."""
+    return {
+        "id": getattr(session, "id", None),
+        "format": getattr(session, "source_format", None),
+        "path": getattr(session, "source_path", None),
+        "title": getattr(session, "title", None),
+        "model": getattr(session, "model", None),
+        "turns": len(getattr(session, "turns", []) or []),
+        "messages": len(getattr(session, "messages", []) or []),
+    }
+
+
+def _tokenizer_of(config: dict[str, Any]) -> str:
+    return str((config.get("inspector") or {}).get("tokenizer") or "cl100k_base")
+
+
+def _format_exc(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+def run_comparison(
+    session: Any,
+    specs: Sequence[RunSpec],
+    base_config: dict[str, Any],
+    *,
+    plugin_dirs: Sequence[str] = (),
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    max_workers: int = 4,
+) -> Comparison:
+    """Replay ``session`` once per spec and collect the runs into a :class:`Comparison`.
+
+    Engines load sequentially here (plugin import is global state); replays then run in up to
+    ``max_workers`` threads, each inside its engine's own compat context. Labels are made unique
+    first. ``cancel`` stops every replay at its next turn; the partial traces are kept.
+    """
+    from inspector.engines.discovery import load_engine
+    from inspector.host.replay import ReplayCancelled, make_counter, replay
+
+    if not specs:
+        raise ValueError("a comparison needs at least one run")
+    if len(specs) > MAX_RUNS:
+        raise ValueError(f"at most {MAX_RUNS} runs in one comparison, got {len(specs)}")
+    specs = unique_labels(specs)
+    results = [RunResult(spec=s) for s in specs]
+    loaded: list[Any] = [None] * len(specs)
+    counters: dict[str, Any] = {}
+
+    for i, spec in enumerate(specs):
+        res = results[i]
+        started = time.perf_counter()
+        try:
+            res.config = spec.config_for(base_config)
+        except Exception as exc:
+            res.status, res.error = STATUS_LOAD_FAILED, f"bad config overrides for {spec.label!r}: {exc}"
+            continue
+        if cancel is not None and cancel.is_set():
+            res.status, res.error = STATUS_CANCELLED, "cancelled before the engine loaded"
+            continue
+        try:
+            loaded[i] = load_engine(spec.engine, res.config, plugin_dirs=tuple(plugin_dirs))
+            res.warnings.extend(str(w) for w in getattr(loaded[i], "warnings", []) or [])
+        except Exception as exc:
+            res.status = STATUS_LOAD_FAILED
+            res.error = str(exc).split("\n", 1)[0] or type(exc).__name__
+            res.details = str(exc) if "\n" in str(exc) else _format_exc(exc)
+            res.seconds = time.perf_counter() - started
+            continue
+        tokenizer = _tokenizer_of(res.config)
+        if tokenizer not in counters:
+            try:
+                counters[tokenizer] = make_counter(res.config)
+            except Exception as exc:
+                res.status, res.error = STATUS_LOAD_FAILED, f"tokenizer {tokenizer!r} unavailable: {exc}"
+                _close(loaded[i])
+                loaded[i] = None
+                continue
+
+    def work(i: int) -> None:
+        res, eng = results[i], loaded[i]
+        cfg = res.config or base_config
+        report = (lambda done, total, _label=res.label: progress(_label, done, total)) if progress else None
+        started = time.perf_counter()
+        try:
+            activate = getattr(eng, "activate", None)
+            if callable(activate):
+                with activate():
+                    trace = replay(session, eng, cfg, counter=counters[_tokenizer_of(cfg)], progress=report,
+                                   cancel=cancel, label=res.label)
+            else:
+                trace = replay(session, eng, cfg, counter=counters[_tokenizer_of(cfg)], progress=report,
+                               cancel=cancel, label=res.label)
+            res.trace = _stamp(trace, res)
+        except ReplayCancelled as exc:
+            res.trace = _stamp(exc.trace, res)
+            res.status, res.error = STATUS_CANCELLED, "cancelled by the user (partial trace kept)"
+        except Exception as exc:
+            res.status = STATUS_CRASHED
+            res.error = f"replay crashed: {type(exc).__name__}: {exc}"
+            res.details = _format_exc(exc)
+        finally:
+            res.seconds = time.perf_counter() - started
+            _close(eng)
+
+    todo = [i for i, eng in enumerate(loaded) if eng is not None]
+    if todo:
+        workers = max(1, min(max_workers, len(todo)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compare-run") as pool:
+            for fut in [pool.submit(work, i) for i in todo]:
+                fut.result()  # work() records its own errors; this only propagates BaseException
+    return Comparison(runs=results, session=session_info(session),
+                      meta={"specs": [s.public_json() for s in specs], "plugin_dirs": [str(d) for d in plugin_dirs]})
+
+
+def _stamp(trace: Trace, res: RunResult) -> Trace:
+    """Record the run's label and spec in its trace so a trace saved alone still says what it was."""
+    trace.meta["label"] = res.label
+    trace.meta["run_spec"] = res.spec.public_json()
+    return trace
+
+
+def _close(loaded: Any) -> None:
+    close = getattr(loaded, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:
+            pass

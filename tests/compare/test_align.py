@@ -1,0 +1,166 @@
+"""Lockstep alignment by (turn, call): synthetic traces with differing request counts, and real replays."""
+
+from __future__ import annotations
+
+import math
+
+from inspector.compare import (
+    align_runs,
+    aligned_series,
+    compression_points,
+    diff_runs,
+    parse_specs,
+    run_comparison,
+)
+from inspector.compare.runs import Comparison, RunResult, RunSpec
+from inspector.trace.diff import OP_EQUAL, apply_diff
+from inspector.trace.model import EV_COMPRESS, EV_TURN
+
+from .conftest import make_session, synthetic_trace
+
+
+def _comparison(*traces):
+    return Comparison(runs=[RunResult(spec=RunSpec(f"e{i}", (), f"run{i}"), trace=t) for i, t in enumerate(traces)])
+
+
+def test_rows_are_the_union_and_missing_requests_are_none():
+    a = synthetic_trace([1, 2, 1])  # 4 requests
+    b = synthetic_trace([1, 3, 1, 2])  # 7 requests: an extra call in turn 1 (a compaction restart), one more turn
+    c = synthetic_trace([1])  # stopped early
+    al = align_runs([a, b, c, None])
+    assert al.rows == [(0, 0), (1, 0), (1, 1), (1, 2), (2, 0), (3, 0), (3, 1)]
+    assert al.index == [
+        [0, 0, 0, None],
+        [1, 1, None, None],
+        [2, 2, None, None],
+        [None, 3, None, None],
+        [3, 4, None, None],
+        [None, 5, None, None],
+        [None, 6, None, None],
+    ]
+    # every request of every run is in the alignment exactly once, at its own (turn, call)
+    for run, trace in enumerate([a, b, c]):
+        seen = [al.index[row][run] for row in range(len(al.rows)) if al.index[row][run] is not None]
+        assert seen == list(range(len(trace.requests)))
+        for row, (turn, call) in enumerate(al.rows):
+            req = al.request(run, row)
+            assert req is None or (req.turn, req.call) == (turn, call)
+
+
+def test_event_for_exact_and_fallback():
+    a = synthetic_trace([1, 2, 1])
+    b = synthetic_trace([1, 3, 1])
+    al = align_runs([a, b, None])
+    row = al.rows.index((1, 2))
+    assert al.event_for(1, row) == b.requests[3].event
+    # run a has no (1, 2): the state in force is its latest earlier request, (1, 1)
+    assert al.event_for(0, row) == a.requests[2].event
+    assert al.event_for(0, row, fallback=False) is None
+    assert al.event_for(2, row) is None
+    # cursor beyond the end clamps to the last row
+    assert al.event_for(0, 999) == a.requests[-1].event
+
+
+def test_row_for_maps_every_event_back_to_a_row():
+    a = synthetic_trace([1, 2, 1], compress_before={(1, 1)})
+    b = synthetic_trace([2, 2, 1])
+    al = align_runs([a, b])
+    for run, trace in enumerate([a, b]):
+        for req in trace.requests:
+            row = al.row_for(run, req.event)
+            assert al.rows[row] == (req.turn, req.call)
+            assert al.event_for(run, row) == req.event  # round trip
+        for ev in trace.events:
+            row = al.row_for(run, ev.index)
+            assert row is not None
+            if ev.kind == EV_TURN:  # a turn marker leads up to the turn's first request
+                assert al.rows[row] == (ev.turn, 0)
+    # the compress before (1, 1) happens after (1, 0): the request in force is (1, 0)
+    comp = next(e for e in a.events if e.kind == EV_COMPRESS)
+    assert al.rows[al.row_for(0, comp.index)] == (1, 0)
+
+
+def test_aligned_series_have_nan_where_a_run_has_no_request():
+    a = synthetic_trace([1, 2])
+    b = synthetic_trace([1, 3])
+    comp = _comparison(a, b)
+    prompt = aligned_series(comp, "prompt_tokens")
+    assert len(prompt) == 2 and all(len(s) == len(comp.alignment.rows) == 4 for s in prompt)
+    assert prompt[1] == [float(r.usage["prompt_tokens"]) for r in b.requests]
+    assert prompt[0][:3] == [float(r.usage["prompt_tokens"]) for r in a.requests]
+    assert math.isnan(prompt[0][3])
+    custom = aligned_series(comp, lambda trace, req: float(req.call))
+    assert custom[1] == [0.0, 0.0, 1.0, 2.0]
+
+
+def test_compression_series_and_points():
+    a = synthetic_trace([2, 2, 2], compress_before={(1, 1)})
+    b = synthetic_trace([2, 2, 2], compress_before={(0, 1), (2, 0)})
+    comp = _comparison(a, b)
+    counts = aligned_series(comp, "compression_count")
+    assert counts[0] == [0, 0, 0, 1, 1, 1]
+    assert counts[1] == [0, 1, 1, 1, 2, 2]
+    points = compression_points(comp)
+    assert [p["x"] for p in points[0]] == [2.5]  # between rows (1,0) and (1,1)
+    assert [p["x"] for p in points[1]] == [0.5, 3.5]
+    assert points[1][0]["tokens_before"] == 999 and points[1][0]["tokens_after"] == 111
+
+
+def test_diff_runs_on_synthetic_traces():
+    a = synthetic_trace([2, 2], compress_before={(1, 0)})
+    b = synthetic_trace([2, 3])
+    comp = _comparison(a, b)
+    al = comp.alignment
+    assert diff_runs(comp, al.rows.index((0, 1)), 0, 1).identical
+    d = diff_runs(comp, al.rows.index((1, 1)), 0, 1)
+    assert not d.identical and d.common_prefix == 1  # only the system message is shared
+    assert d.after == b.request_messages(b.requests[3])
+    assert diff_runs(comp, al.rows.index((1, 2)), 0, 1) is None  # run 0 has no such request
+
+
+def test_real_replays_align_by_turn_and_call(plugin_dir, base_config):
+    session = make_session(turns=6)
+    comp = run_comparison(session, parse_specs(["cmp_tail", "cmp_never"]), base_config,
+                          plugin_dirs=[str(plugin_dir)])
+    tail, never = comp.traces
+    al = comp.alignment
+    assert al.rows == [(t, c) for t in range(6) for c in range(2)]
+    assert all(None not in slots for slots in al.index)
+    # before any compression the two runs sent the same messages; after it they differ
+    first_comp = next(e for e in tail.events if e.kind == EV_COMPRESS)
+    comp_row = al.row_for(0, first_comp.index)
+    assert diff_runs(comp, 0, 0, 1).identical
+    later = comp_row + 1
+    d = diff_runs(comp, later, 0, 1)
+    assert d is not None and not d.identical and d.common_prefix >= 1
+    # the diff is exact: applying it to run A's request gives run B's
+    ra, rb = al.request(0, later), al.request(1, later)
+    assert apply_diff(tail.request_messages(ra), d) == never.request_messages(rb)
+    assert any(op.kind != OP_EQUAL for op in d.ops)
+    # tokens drop in the compressing run only
+    prompt = aligned_series(comp, "prompt_tokens")
+    assert prompt[0][-1] < prompt[1][-1]
+
+
+def test_real_replays_with_different_request_counts(plugin_dir, base_config):
+    """A run cancelled after two turns has fewer requests; rows past its end are None for it."""
+    import threading
+
+    cancel = threading.Event()
+
+    def progress(label, done, total):
+        if label == "cmp_never" and done == 2:
+            cancel.set()
+
+    session = make_session(turns=5)
+    full = run_comparison(session, parse_specs(["cmp_tail"]), base_config, plugin_dirs=[str(plugin_dir)])
+    short = run_comparison(session, parse_specs(["cmp_never"]), base_config, plugin_dirs=[str(plugin_dir)],
+                           progress=progress, cancel=cancel)
+    traces = [full.traces[0], short.traces[0]]
+    al = align_runs(traces)
+    n_short = len(traces[1].requests)
+    assert n_short < len(traces[0].requests)
+    assert len(al.rows) == len(traces[0].requests)
+    assert [slots[1] for slots in al.index] == list(range(n_short)) + [None] * (len(al.rows) - n_short)
+    # the cursor past the short run's end shows its last state
+    assert al.event_for(1, len(al.rows) - 1) == traces[1].requests[-1].event
