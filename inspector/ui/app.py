@@ -1,0 +1,124 @@
+"""``run_gui(args)``: the window for ``context-inspector [FILE]``, or an offscreen screenshot.
+
+With no file the bundled demo session is replayed with the configured engine. With
+``--screenshot OUT.png`` everything happens synchronously (load, replay, move the cursor,
+render) and the process exits 0 after writing the PNG, so it works on machines without a
+display and in tests.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from inspector.ui.theme import RESOURCES
+
+DEMO_SESSION = RESOURCES / "demo" / "demo_session.json"
+
+
+def _parse_size(text: str | None) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in str(text or "1600x1000").lower().split("x", 1))
+        return max(320, w), max(240, h)
+    except ValueError:
+        return 1600, 1000
+
+
+def make_app(argv: list[str] | None = None) -> Any:
+    """The QApplication (created once), styled; pyqtgraph options set before any plot exists."""
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QApplication
+
+    from inspector.ui import theme
+
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(argv if argv is not None else [sys.argv[0] if sys.argv else "context-inspector"])
+        app.setApplicationName("Context Engine Inspector")
+        app.setOrganizationName("ContextEngineInspector")
+        theme.apply_palette(app)
+    pg.setConfigOptions(antialias=False, background=theme.PLOT_BG, foreground=theme.PLOT_FG)
+    return app
+
+
+def run_gui(args: Any) -> int:
+    """Entry point used by ``inspector.cli``; returns the process exit code."""
+    screenshot = getattr(args, "screenshot", None)
+    if screenshot and not os.environ.get("QT_QPA_PLATFORM") and not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    app = make_app()
+    from PySide6.QtCore import QSettings
+
+    from inspector.ui.window import MainWindow
+
+    engines = list(getattr(args, "engine", None) or [])
+    settings = QSettings("ContextEngineInspector", "inspector")
+    window = MainWindow(
+        settings,
+        config_path=getattr(args, "config", None),
+        engines=engines,
+        plugin_dirs=list(getattr(args, "plugin_dir", None) or []),
+        restore_layout=not screenshot,
+    )
+    if len(engines) > 1:
+        window.show_message(
+            f"Comparing engines side by side is `context-inspector compare`; replaying with {engines[0]} here.", "info"
+        )
+    path = getattr(args, "file", None)
+    cursor = getattr(args, "cursor", None)
+    if screenshot:
+        return _screenshot(app, window, path, screenshot, cursor, getattr(args, "panel", None), _parse_size(getattr(args, "size", None)))
+    window.show()
+    if path:
+        window.open_path(path, cursor=cursor or 0)
+    elif DEMO_SESSION.exists():
+        window.open_path(str(DEMO_SESSION), cursor=cursor or 0)
+    else:
+        window.show_message(
+            f"The bundled demo ({DEMO_SESSION}) is missing. Open a session, a Hermes state.db or a saved trace "
+            "with File → Open, or drop one on the window.",
+            "info",
+        )
+    code = app.exec()
+    return int(code or 0)
+
+
+def _screenshot(app: Any, window: Any, path: str | None, out: str, cursor: int | None, panel: str | None,
+                size: tuple[int, int]) -> int:
+    """Render offscreen and write ``out``; exit code 0 when the PNG was written (2 otherwise)."""
+    window.resize(*size)
+    window.reset_layout()
+    window.show()
+    app.processEvents()
+    source = path or (str(DEMO_SESSION) if DEMO_SESSION.exists() else None)
+    if source:
+        window.open_path(source, sync_replay=True, cursor=cursor or 0)
+    else:
+        window.show_message(f"The bundled demo ({DEMO_SESSION}) is missing; nothing to show.", "info")
+    if cursor is not None and window.trace is not None:
+        window.cursor.set(cursor)
+    app.processEvents()
+    window.reset_layout()
+    app.processEvents()
+    Path(out).parent.mkdir(parents=True, exist_ok=True) if Path(out).parent != Path("") else None
+    if panel:
+        ok = window.export_panel(panel, out)
+    else:
+        for p in window.panels.values():
+            p.refresh() if p.isVisible() else None
+        app.processEvents()
+        ok = window.grab_window(out)
+    message = window.message_bar.text()
+    if message:
+        print(message, file=sys.stderr)
+    window.replay_runner.wait(1_000)
+    window.close()
+    window.deleteLater()
+    app.processEvents()
+    if not ok:
+        print(f"error: could not write {out}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0

@@ -1,0 +1,291 @@
+"""The event list as a Qt item model: turns → provider requests → hook events.
+
+Every node is one event (a turn node is its ``turn`` marker, a request node its ``request``
+marker), so mapping the cursor to a row and back is an array lookup. The tree shape is built
+once per trace in O(events) with plain lists; labels, icons and tooltips are produced only for
+the rows a view asks about, which is what lets 10,000 requests (≈50,000 events) open at once.
+
+With a text or quick filter active the model switches to a flat list of the matching events:
+filtering a deep tree recursively is slow and hides where the hits are, while a flat result
+list reads like search results and still moves the same cursor.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+
+from inspector.trace import model as tm
+from inspector.trace.model import Trace
+from inspector.ui import theme
+from inspector.ui.derive import event_label, is_cache_miss
+
+COLUMNS = ("Event", "#", "ms")  # the turn is the tree level; a column for it would only cost repaints
+_ROOT = -1
+
+QUICK_COMPRESSIONS = "compressions"
+QUICK_CACHE_MISSES = "cache misses"
+QUICK_FAULTS = "faults"
+QUICK_BOOKMARKS = "bookmarks"
+QUICK_FILTERS = (QUICK_COMPRESSIONS, QUICK_CACHE_MISSES, QUICK_FAULTS, QUICK_BOOKMARKS)
+
+AnyIndex = QModelIndex | QPersistentModelIndex
+
+
+class EventTreeModel(QAbstractItemModel):
+    """Read-only tree (or flat filtered list) over a trace's events."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._trace: Trace | None = None
+        self._parent: list[int] = []
+        self._row: list[int] = []
+        self._children: dict[int, list[int]] = {_ROOT: []}
+        self._labels: list[str | None] = []
+        self._flat: list[int] | None = None
+        self._marked: dict[int, tm.Mark] = {}
+        self._bold = QFont()
+        self._bold.setBold(True)
+        self._fault_brush = QBrush(QColor(theme.FAULT))
+        self._mark_brush = QBrush(QColor("#fff3c4"))
+        self._muted_brush = QBrush(QColor("#78909c"))
+
+    # -- building -------------------------------------------------------------------------
+    def set_trace(self, trace: Trace | None) -> None:
+        self.beginResetModel()
+        self._trace = trace
+        self._flat = None
+        self._build()
+        self._refresh_marks()
+        self.endResetModel()
+
+    def _build(self) -> None:
+        trace = self._trace
+        events = trace.events if trace is not None else []
+        m = len(events)
+        parent = [_ROOT] * m
+        row = [0] * m
+        children: dict[int, list[int]] = {_ROOT: []}
+        self._labels = [None] * m
+        if trace is None:
+            self._parent, self._row, self._children = parent, row, children
+            return
+        placed = [False] * m
+        # where the next turn starts after each event (a request node never spans two turns)
+        next_turn_at = [m] * m
+        upcoming = m
+        for ev in reversed(events):
+            next_turn_at[ev.index] = upcoming
+            if ev.kind == tm.EV_TURN:
+                upcoming = ev.index
+        root_kids = children[_ROOT]
+        ev_turn, ev_request, ev_turn_complete = tm.EV_TURN, tm.EV_REQUEST, tm.EV_TURN_COMPLETE
+
+        def attach(k: int, p: int) -> None:
+            siblings = root_kids if p == _ROOT else children.setdefault(p, [])
+            parent[k] = p
+            row[k] = len(siblings)
+            siblings.append(k)
+            placed[k] = True
+
+        cur_turn = _ROOT
+        cur_req = _ROOT
+        requests = trace.requests
+        n_requests = len(requests)
+        for ev in events:
+            k = ev.index
+            kind = ev.kind
+            if placed[k]:
+                if kind == ev_request:
+                    cur_req = k
+                continue
+            if kind == ev_turn:
+                attach(k, _ROOT)
+                cur_turn, cur_req = k, _ROOT
+            elif kind == ev_request:
+                attach(k, cur_turn)
+                cur_req = k
+            elif ev.turn is None and ev.request is None:
+                attach(k, _ROOT)  # session lifecycle outside any turn
+            elif kind == ev_turn_complete:
+                attach(k, cur_turn)
+            else:
+                target = cur_req if cur_req != _ROOT else cur_turn
+                # A hook that prepares request r (select_context) comes before r's marker:
+                # show it under r, placing r's node where its first event is.
+                r = ev.request
+                if r is not None and 0 <= r < n_requests:
+                    marker = requests[r].event
+                    if k < marker < next_turn_at[k] and not placed[marker] and events[marker].kind == ev_request:
+                        attach(marker, cur_turn)
+                        cur_req = marker
+                        target = marker
+                attach(k, target)
+        self._parent, self._row, self._children = parent, row, children
+
+    def _refresh_marks(self) -> None:
+        self._marked = {mk.event: mk for mk in self._trace.marks} if self._trace is not None else {}
+
+    def marks_changed(self) -> None:
+        """Bookmarks were added or edited: repaint rows (and re-filter when filtering by them)."""
+        self._refresh_marks()
+        if self.rowCount() and self._trace is not None:
+            self.dataChanged.emit(self.index(0, 0), self.index(self.rowCount() - 1, len(COLUMNS) - 1))
+
+    # -- filtering ------------------------------------------------------------------------
+    def label(self, k: int) -> str:
+        cached = self._labels[k]
+        if cached is None:
+            assert self._trace is not None
+            cached = event_label(self._trace, self._trace.events[k])
+            self._labels[k] = cached
+        return cached
+
+    def set_filter(self, text: str, quick: set[str] | frozenset[str]) -> None:
+        """Flat list of events matching ``text`` (case-insensitive) and any of the quick filters."""
+        text = text.strip().lower()
+        self.beginResetModel()
+        if (not text and not quick) or self._trace is None:
+            self._flat = None
+        else:
+            trace = self._trace
+            marked = self._marked
+            out: list[int] = []
+            for ev in trace.events:
+                if quick:
+                    hit = (
+                        (QUICK_COMPRESSIONS in quick and ev.kind in (tm.EV_COMPRESS, tm.EV_PRUNE))
+                        or (QUICK_FAULTS in quick and ev.fault is not None)
+                        or (QUICK_CACHE_MISSES in quick and is_cache_miss(trace, ev))
+                        or (QUICK_BOOKMARKS in quick and ev.index in marked)
+                    )
+                    if not hit:
+                        continue
+                if text:
+                    mark = marked.get(ev.index)
+                    hay = self.label(ev.index).lower()
+                    if text not in hay and text != str(ev.index) and not (
+                        mark is not None and text in (mark.label + " " + mark.note).lower()
+                    ):
+                        continue
+                out.append(ev.index)
+            self._flat = out
+        self.endResetModel()
+
+    @property
+    def is_flat(self) -> bool:
+        return self._flat is not None
+
+    @property
+    def match_count(self) -> int:
+        return len(self._flat) if self._flat is not None else len(self._parent)
+
+    # -- event ↔ index ----------------------------------------------------------------------
+    def index_for_event(self, k: int) -> QModelIndex:
+        if self._trace is None or not (0 <= k < len(self._parent)):
+            return QModelIndex()
+        if self._flat is not None:
+            pos = bisect.bisect_left(self._flat, k)
+            if pos < len(self._flat) and self._flat[pos] == k:
+                return self.createIndex(pos, 0, k)
+            return QModelIndex()
+        return self.createIndex(self._row[k], 0, k)
+
+    @staticmethod
+    def event_of(index: AnyIndex) -> int | None:
+        return int(index.internalId()) if index.isValid() else None
+
+    # -- QAbstractItemModel -----------------------------------------------------------------
+    def index(self, row: int, column: int, parent: AnyIndex = QModelIndex()) -> QModelIndex:  # noqa: B008
+        if self._trace is None or column < 0 or column >= len(COLUMNS) or row < 0:
+            return QModelIndex()
+        if self._flat is not None:
+            if parent.isValid() or row >= len(self._flat):
+                return QModelIndex()
+            return self.createIndex(row, column, self._flat[row])
+        p = parent.internalId() if parent.isValid() else _ROOT
+        kids = self._children.get(p)
+        if kids is None or row >= len(kids):
+            return QModelIndex()
+        return self.createIndex(row, column, kids[row])
+
+    def children_of(self, k: int) -> list[int]:
+        """Event indices shown directly under event k's node (tree mode)."""
+        return self._children.get(k, [])
+
+    def parent(self, index: AnyIndex = QModelIndex()) -> QModelIndex:  # type: ignore[override]  # noqa: B008
+        if not index.isValid() or self._flat is not None:
+            return QModelIndex()
+        p = self._parent[index.internalId()]
+        if p == _ROOT:
+            return QModelIndex()
+        return self.createIndex(self._row[p], 0, p)
+
+    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
+        if self._trace is None:
+            return 0
+        if self._flat is not None:
+            return 0 if parent.isValid() else len(self._flat)
+        if parent.isValid():
+            if parent.column() != 0:
+                return 0
+            return len(self._children.get(int(parent.internalId()), ()))
+        return len(self._children[_ROOT])
+
+    def hasChildren(self, parent: AnyIndex = QModelIndex()) -> bool:  # noqa: B008
+        return self.rowCount(parent) > 0
+
+    def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
+        return len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or self._trace is None:
+            return None
+        k = index.internalId()
+        ev = self._trace.events[k]
+        col = index.column()
+        if role == theme.ROLE_DISPLAY:
+            if col == 0:
+                label = self.label(k)
+                return ("★ " + label) if k in self._marked else label
+            if col == 1:
+                return str(k)
+            if col == 2:
+                return f"{ev.duration * 1000:.1f}" if ev.duration else ""
+            return None
+        if role == theme.ROLE_DECORATION and col == 0:
+            return theme.kind_icon(ev.kind, ev.fault is not None)
+        if role == theme.ROLE_FOREGROUND:
+            if ev.fault is not None:
+                return self._fault_brush
+            if col > 0:
+                return self._muted_brush
+            return None
+        if role == theme.ROLE_BACKGROUND and k in self._marked:
+            return self._mark_brush
+        if role == theme.ROLE_FONT and col == 0 and ev.kind in (tm.EV_TURN, tm.EV_COMPRESS):
+            return self._bold
+        if role == theme.ROLE_TOOLTIP and col == 0:
+            parts = [f"event {k} · {ev.kind}", self.label(k)]
+            if ev.fault is not None:
+                parts.append(f"{ev.fault.kind}: {ev.fault.message}")
+            mark = self._marked.get(k)
+            if mark is not None:
+                parts.append(f"bookmark: {mark.label}\n{mark.note}".rstrip())
+            return theme.plain_tooltip("\n".join(parts))
+        if role == theme.ROLE_ALIGN and col:
+            return theme.ALIGN_RIGHT
+        return None
+
+    def flags(self, index: AnyIndex) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return theme.SELECTABLE

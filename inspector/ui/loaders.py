@@ -1,0 +1,150 @@
+"""What a file is and how to open it: a saved trace, a comparison bundle, a Hermes state.db,
+or a session transcript (which then needs a replay).
+
+Kept apart from the window so the decision is testable without Qt, and so every failure comes
+back as an :class:`OpenError` with a sentence a user can act on.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+KIND_TRACE = "trace"
+KIND_BUNDLE = "bundle"
+KIND_DB = "hermes-db"
+KIND_SESSION = "session"
+
+TRACE_FORMAT = "context-inspector-trace"
+BUNDLE_FORMAT = "context-inspector-comparison"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class OpenError(Exception):
+    """A file could not be opened; the message is shown in the window as is."""
+
+
+@dataclass
+class Opened:
+    """The result of opening a path: a trace (ready) or a session (to replay)."""
+
+    kind: str
+    path: str
+    trace: Any = None
+    session: Any = None
+    run: int | None = None  # which run of a bundle
+    runs: int = 1
+
+
+def _head(path: str, size: int = 4096) -> bytes:
+    with open(path, "rb") as fh:
+        raw = fh.read(size)
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as gz:
+                return gz.read(size)
+        except (OSError, EOFError):
+            return raw
+    return raw
+
+
+def sniff(path: str | os.PathLike[str]) -> str:
+    """The kind of file at ``path`` (``state.db#id`` specs count as a database)."""
+    spec = os.fspath(path)
+    p = Path(spec)
+    if not p.exists() and "#" in spec:
+        base = spec.rpartition("#")[0]
+        if Path(base).exists():
+            return KIND_DB if _head(base, 16).startswith(SQLITE_MAGIC) else KIND_SESSION
+    if not p.exists():
+        raise OpenError(f"{spec}: no such file")
+    if p.is_dir():
+        raise OpenError(f"{spec}: is a directory; open a session file, a Hermes state.db or a saved trace")
+    try:
+        head = _head(spec)
+    except OSError as exc:
+        raise OpenError(f"{spec}: cannot read: {exc.strerror or exc}") from None
+    if head.startswith(SQLITE_MAGIC):
+        return KIND_DB
+    text = head.decode("utf-8", "ignore")
+    if TRACE_FORMAT in text:
+        return KIND_TRACE
+    if BUNDLE_FORMAT in text:
+        return KIND_BUNDLE
+    return KIND_SESSION
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """``state.db#id`` → (path, id); a real file whose name contains ``#`` wins."""
+    if "#" in spec and not Path(spec).exists():
+        path, _, sid = spec.rpartition("#")
+        if path and Path(path).exists():
+            return path, sid or None
+    return spec, None
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")
+    return str(exc) or type(exc).__name__
+
+
+def load_trace_file(path: str) -> Any:
+    try:
+        from inspector.trace.io import load_trace
+    except ImportError as exc:  # pragma: no cover - io ships with the package
+        raise OpenError(f"cannot read traces: {exc}") from None
+    try:
+        return load_trace(path)
+    except Exception as exc:  # noqa: BLE001 - TraceFormatError, TraceCorruptError, OSError…
+        raise OpenError(_describe(exc)) from None
+
+
+def load_bundle_file(path: str) -> tuple[list[Any], dict[str, Any]]:
+    from inspector.trace.io import load_bundle
+
+    try:
+        return load_bundle(path)
+    except Exception as exc:  # noqa: BLE001
+        raise OpenError(_describe(exc)) from None
+
+
+def list_db_sessions(path: str) -> list[Any]:
+    """Session summaries of a Hermes state.db (opened read-only by the reader)."""
+    from inspector.sessions import list_sessions
+
+    try:
+        return list(list_sessions(path))
+    except Exception as exc:  # noqa: BLE001
+        raise OpenError(_describe(exc)) from None
+
+
+def load_session_file(spec: str) -> Any:
+    from inspector.sessions import load_session
+
+    try:
+        return load_session(spec)
+    except Exception as exc:  # noqa: BLE001 - ReaderError, OSError, anything a reader raises
+        raise OpenError(_describe(exc)) from None
+
+
+def summary_row(summary: Any) -> dict[str, str]:
+    """Columns of the session picker for one SessionSummary (or a dict of the same fields)."""
+    get = summary.get if isinstance(summary, dict) else (lambda k, d=None: getattr(summary, k, d))
+    started = get("started")
+    when = ""
+    if isinstance(started, int | float) and started > 0:
+        import time
+
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started))
+    return {
+        "id": str(get("id", "")),
+        "title": str(get("title") or ""),
+        "model": str(get("model") or ""),
+        "started": when,
+        "messages": str(get("message_count", "") or ""),
+        "calls": str(get("api_calls", "") or ""),
+    }

@@ -1,0 +1,34 @@
+"""The panels, one module each, all implementing :class:`~inspector.ui.panels.base.Panel`.
+
+To add a panel: write ``panels/<name>.py`` with a ``Panel`` subclass (``panel_id``, ``title``,
+``render_trace``, ``render_cursor``) and list it in :data:`PANEL_CLASSES`. The window makes a
+dock for each, wires it to the cursor, and the shared tests check that it renders an empty
+trace, a demo trace and a faulted trace, and follows the cursor.
+"""
+
+from __future__ import annotations
+
+from inspector.ui.panels.base import Panel
+from inspector.ui.panels.bookmarks import BookmarksPanel
+from inspector.ui.panels.cache import CachePanel
+from inspector.ui.panels.compression import CompressionPanel
+from inspector.ui.panels.counters import CountersPanel
+from inspector.ui.panels.diff import DiffPanel
+from inspector.ui.panels.engine import EnginePanel
+from inspector.ui.panels.events import EventsPanel
+from inspector.ui.panels.request import RequestPanel
+from inspector.ui.panels.timeline import TimelinePanel
+
+PANEL_CLASSES: tuple[type[Panel], ...] = (
+    EventsPanel,
+    TimelinePanel,
+    CompressionPanel,
+    CountersPanel,
+    DiffPanel,
+    RequestPanel,
+    CachePanel,
+    EnginePanel,
+    BookmarksPanel,
+)
+
+__all__ = ["PANEL_CLASSES", "Panel"]

@@ -1,0 +1,310 @@
+"""Cache: the request at the cursor as the provider's prompt cache saw it.
+
+The strip is the request, left to right, one block per message with width proportional to its
+tokens, coloured by the simulated outcome (read from cache, written to cache, uncached) with the
+break point marked and the miss reason in words. Below it, the whole session: hit rate, cached
+tokens and cost per request, on the same request axis as the token timeline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QHelpEvent, QPainter, QPaintEvent, QPen, QPolygonF
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QToolTip, QVBoxLayout, QWidget
+
+from inspector.trace.model import Trace
+from inspector.ui import plots, theme
+from inspector.ui.cursor import Cursor
+from inspector.ui.derive import TraceFigures, figures, message_preview
+from inspector.ui.panels.base import Panel
+
+STATUS_COLOURS = {"read": theme.CACHE_READ, "written": theme.CACHE_WRITE, "uncached": theme.CACHE_UNCACHED}
+
+REASON_WORDS = {
+    "cold": "Cold start: nothing was cached yet.",
+    "ttl": "The cache entry expired (TTL lapsed) before this request.",
+    "below_minimum": "The prefix is below the provider's minimum cacheable length.",
+    "prefix_break": "The cached prefix broke: a message before the break changed.",
+    "hit": "Cache hit.",
+    "disabled": "Prompt caching is off for this provider/profile.",
+}
+
+
+class CacheStrip(QWidget):
+    """Paints one request as blocks; tooltips name the message under the mouse."""
+
+    LEGEND_H = 18
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.blocks: list[int] = []
+        self.labels: list[str] = []
+        self.read = 0
+        self.write = 0
+        self.break_index: int | None = None
+        self.setMinimumHeight(64)
+        self.setMouseTracking(True)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return QSize(400, 70)
+
+    def set_request(self, blocks: list[int], labels: list[str], read: int, write: int, break_index: int | None) -> None:
+        self.blocks, self.labels = blocks, labels
+        self.read, self.write, self.break_index = read, write, break_index
+        self.update()
+
+    def _geometry(self) -> tuple[QRectF, float]:
+        area = QRectF(6, 16, max(1, self.width() - 12), max(10, self.height() - 16 - self.LEGEND_H - 4))
+        total = max(1, sum(self.blocks), self.read + self.write)
+        return area, area.width() / total
+
+    def status_of(self, start: int, end: int) -> str:
+        """Where most of a block's tokens fall: read, written or uncached."""
+        spans = {
+            "read": max(0, min(end, self.read) - start),
+            "written": max(0, min(end, self.read + self.write) - max(start, self.read)),
+        }
+        spans["uncached"] = (end - start) - spans["read"] - spans["written"]
+        return max(spans, key=lambda k: spans[k])
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        p = QPainter(self)
+        p.fillRect(self.rect(), self.palette().base())
+        area, scale = self._geometry()
+        font = QFont(self.font())
+        font.setPixelSize(11)
+        p.setFont(font)
+        if not self.blocks:
+            p.setPen(QColor("#78909c"))
+            p.drawText(area, Qt.AlignmentFlag.AlignCenter, "No request at the cursor")
+            p.end()
+            return
+        # token ranges first (exact figures), then block separators on top
+        x0 = area.left()
+        for name, a, b in (
+            ("read", 0, self.read),
+            ("written", self.read, self.read + self.write),
+            ("uncached", self.read + self.write, max(sum(self.blocks), self.read + self.write)),
+        ):
+            if b > a:
+                p.fillRect(QRectF(x0 + a * scale, area.top(), (b - a) * scale, area.height()), QColor(STATUS_COLOURS[name]))
+        sep = QPen(QColor(255, 255, 255, 200))
+        sep.setWidth(1)
+        p.setPen(sep)
+        pos = 0
+        last_x = -10.0
+        for tok in self.blocks[:-1]:
+            pos += tok
+            x = x0 + pos * scale
+            if x - last_x >= 3:
+                p.drawLine(QPointF(x, area.top()), QPointF(x, area.bottom()))
+                last_x = x
+        if self.break_index is not None and 0 <= self.break_index <= len(self.blocks):
+            bx = x0 + sum(self.blocks[: self.break_index]) * scale
+            pen = QPen(QColor(theme.CACHE_BREAK))
+            pen.setWidth(2)
+            p.setPen(pen)
+            p.drawLine(QPointF(bx, area.top() - 4), QPointF(bx, area.bottom() + 2))
+            p.setBrush(QColor(theme.CACHE_BREAK))
+            p.drawPolygon(QPolygonF([QPointF(bx - 5, 2), QPointF(bx + 5, 2), QPointF(bx, 10)]))
+            text = f"break at message {self.break_index}"
+            tw = p.fontMetrics().horizontalAdvance(text)
+            tx = bx + 8 if bx + 8 + tw < self.width() else bx - 8 - tw
+            p.setPen(QColor(theme.CACHE_BREAK))
+            p.drawText(QPointF(tx, 11), text)
+        # legend
+        y = self.height() - self.LEGEND_H + 2
+        x = area.left()
+        total = max(1, sum(self.blocks), self.read + self.write)
+        uncached = total - self.read - self.write
+        for name, value in (("read", self.read), ("written", self.write), ("uncached", uncached)):
+            p.fillRect(QRectF(x, y + 3, 10, 10), QColor(STATUS_COLOURS[name]))
+            p.setPen(QColor(theme.PLOT_FG))
+            label = f"{name} {value:,} tok"
+            p.drawText(QPointF(x + 14, y + 12), label)
+            x += 24 + p.fontMetrics().horizontalAdvance(label)
+        p.drawText(QPointF(x, y + 12), f"· {len(self.blocks)} blocks")
+        p.end()
+
+    def block_at(self, x: float) -> int | None:
+        area, scale = self._geometry()
+        if not self.blocks or x < area.left() or x > area.right():
+            return None
+        tok = (x - area.left()) / scale
+        pos = 0
+        for i, n in enumerate(self.blocks):
+            if pos <= tok < pos + n:
+                return i
+            pos += n
+        return len(self.blocks) - 1
+
+    def event(self, e: Any) -> bool:
+        if e.type() == e.Type.ToolTip and isinstance(e, QHelpEvent):
+            i = self.block_at(e.position().x() if hasattr(e, "position") else e.pos().x())
+            if i is None:
+                QToolTip.hideText()
+                return True
+            start = sum(self.blocks[:i])
+            status = self.status_of(start, start + self.blocks[i])
+            label = self.labels[i] if i < len(self.labels) else f"block {i}"
+            QToolTip.showText(e.globalPos(), theme.plain_tooltip(f"{label}\n{self.blocks[i]:,} tok · {status}"), self)
+            return True
+        return super().event(e)
+
+
+class CachePanel(Panel):
+    panel_id = "cache"
+    title = "Cache"
+    area = Qt.DockWidgetArea.BottomDockWidgetArea
+
+    def __init__(self, cursor: Cursor, parent: QWidget | None = None) -> None:
+        super().__init__(cursor, parent)
+        self.header = theme.readout_label(1)
+        self.strip = CacheStrip()
+        self.reason = theme.readout_label(2)
+        self.cause_button = QPushButton("Go to cause")
+        self.cause_button.setEnabled(False)
+        self.cause_button.setToolTip("Jump to the event that changed the cached prefix")
+        # a fixed size: changing the text then never re-lays out the window
+        hint = self.cause_button.sizeHint()
+        self.cause_button.setFixedSize(
+            self.cause_button.fontMetrics().horizontalAdvance("Go to cause (event 0,000,000)") + 24, hint.height()
+        )
+        self.cause_button.clicked.connect(self._go_to_cause)
+        self._cause: int | None = None
+        reason_row = QHBoxLayout()
+        reason_row.addWidget(self.reason, 1)
+        reason_row.addWidget(self.cause_button)
+
+        self.graphs = pg.GraphicsLayoutWidget()
+        self.graphs.setBackground(theme.PLOT_BG)
+        self.graphs.setMinimumHeight(150)
+        self.hit_plot = self.graphs.addPlot(row=0, col=0)
+        self.tok_plot = self.graphs.addPlot(row=1, col=0)
+        self.cost_plot = self.graphs.addPlot(row=2, col=0)
+        for item, label in ((self.hit_plot, "hit %"), (self.tok_plot, "tokens"), (self.cost_plot, "cost $")):
+            plots.style_plot_item(item, label)
+            plots.adopt_menus(item, self.graphs)
+            item.getAxis("left").enableAutoSIPrefix(False)
+        self.tok_plot.setXLink(self.hit_plot)
+        self.cost_plot.setXLink(self.hit_plot)
+        self.cost_plot.setLabel("bottom", "request", color=theme.PLOT_FG)
+        self.hit_curve = plots.curve(self.hit_plot, theme.CACHE_READ)
+        legend = self.tok_plot.addLegend(offset=(6, 2), labelTextColor=theme.PLOT_FG,
+                                         brush=pg.mkBrush(255, 255, 255, 220), colCount=2)
+        self.read_curve = plots.curve(self.tok_plot, theme.CACHE_READ, "read")
+        self.write_curve = plots.curve(self.tok_plot, theme.CACHE_WRITE, "written")
+        legend.setZValue(50)
+        self.cost_curve = plots.curve(self.cost_plot, theme.SERIES[0])
+        self.cursor_lines = [plots.CursorLine(pl, self._jump_to_x) for pl in (self.hit_plot, self.tok_plot, self.cost_plot)]
+        self.graphs.scene().sigMouseClicked.connect(self._scene_clicked)
+        self._fig: TraceFigures | None = None
+        self._shown_request: int | None = None
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.setSpacing(4)
+        layout.addWidget(self.header)
+        layout.addWidget(self.strip)
+        layout.addLayout(reason_row)
+        layout.addWidget(self.graphs, 1)
+
+    def x_view(self) -> pg.ViewBox:
+        return self.hit_plot.getViewBox()
+
+    def render_trace(self, trace: Trace | None) -> None:
+        self._fig = None
+        self._shown_request = None
+        if trace is None or not trace.requests:
+            for c in (self.hit_curve, self.read_curve, self.write_curve, self.cost_curve):
+                c.setData([], [])
+            self.strip.set_request([], [], 0, 0, None)
+            self.header.setText("No provider requests in this trace" if trace is not None else "No trace loaded")
+            self.reason.setText("")
+            self.cause_button.setEnabled(False)
+            for line in self.cursor_lines:
+                line.set_x(None)
+            return
+        fig = figures(trace)
+        self._fig = fig
+        plots.set_xy(self.hit_curve, fig.x, fig.hit_rate * 100)
+        plots.set_xy(self.read_curve, fig.x, fig.cache_read)
+        plots.set_xy(self.write_curve, fig.x, fig.cache_write)
+        plots.set_xy(self.cost_curve, fig.x, fig.cost)
+        self.hit_plot.setYRange(0, 100, padding=0.05)
+        self.hit_plot.setXRange(-0.5, fig.n - 0.5, padding=0.01)
+
+    def render_cursor(self, k: int) -> None:
+        trace, fig = self._trace, self._fig
+        if trace is None or fig is None:
+            return
+        x = fig.cursor_x(k)
+        for line in self.cursor_lines:
+            line.set_x(x)
+        req = trace.request_at(k)
+        if req is None:
+            self._shown_request = None
+            self.strip.set_request([], [], 0, 0, None)
+            self.header.setText(f"Event {k}: no provider request yet")
+            self.reason.setText("")
+            self.cause_button.setEnabled(False)
+            return
+        if req.index == self._shown_request:
+            return
+        self._shown_request = req.index
+        c = req.cache
+        keys = trace.store.get_list(req.selected) if 0 <= req.selected < len(trace.store.lists) else ()
+        blocks = list(c.block_tokens) or [trace.message_tokens(key) for key in keys]
+        offset = len(blocks) - len(keys)
+        labels = []
+        for i in range(len(blocks)):
+            j = i - offset
+            if 0 <= j < len(keys):
+                msg = trace.store.messages.get(keys[j], {})
+                labels.append(f"message {j} · {msg.get('role', '?')}: {message_preview(msg, 100)}")
+            else:
+                labels.append("tools / system block")
+        self.strip.set_request(blocks, labels, c.read, c.write, c.break_index + offset if c.break_index is not None else None)
+        total = c.read + c.write + c.uncached
+        rate = c.read / total if total else 0.0
+        cost = f" · cost ${c.cost:.4f}" if c.cost is not None else ""
+        self.header.setText(
+            f"Request #{req.index} (turn {req.turn}, call {req.call}) · {total:,} tok · "
+            f"read {c.read:,} · written {c.write:,} · uncached {c.uncached:,} · hit {rate:.0%}{cost}"
+        )
+        words = REASON_WORDS.get(c.reason_kind, c.reason_kind or "No cache outcome recorded.")
+        if c.reason and c.reason_kind != "hit":
+            words = f"{words} {c.reason[0].upper()}{c.reason[1:]}."
+        elif c.reason:
+            words = c.reason[0].upper() + c.reason[1:] + "."
+        self.reason.setText(words)
+        colour = theme.CACHE_READ if c.reason_kind == "hit" else (theme.FAULT if c.reason_kind == "prefix_break" else "#455a64")
+        self.reason.set_colours(colour)
+        self._cause = c.cause_event
+        self.cause_button.setEnabled(c.cause_event is not None)
+        self.cause_button.setText(f"Go to cause (event {c.cause_event:,})" if c.cause_event is not None else "Go to cause")
+
+    def _go_to_cause(self) -> None:
+        if self._cause is not None:
+            self.jump_requested.emit(self._cause)
+
+    def _jump_to_x(self, x: float) -> None:
+        fig = self._fig
+        if fig is None:
+            return
+        r = fig.request_for_x(x)
+        if r is not None:
+            self.jump_requested.emit(int(fig.request_event[r]))
+
+    def _scene_clicked(self, event: Any) -> None:
+        if event.button() != Qt.MouseButton.LeftButton or event.double():
+            return
+        for plot in (self.hit_plot, self.tok_plot, self.cost_plot):
+            vb = plot.getViewBox()
+            if vb.sceneBoundingRect().contains(event.scenePos()):
+                self._jump_to_x(float(vb.mapSceneToView(event.scenePos()).x()))
+                return
+

@@ -1,0 +1,129 @@
+"""Compression timeline: ``compression_count`` as a step plot on the request axis.
+
+Each compression is a dot at the step; hovering it gives the before/after token figures and
+clicking it jumps to the compress event. Faulted (discarded) compressions are red dots that do
+not step the count, which is exactly what Hermes does with them.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from inspector.trace.model import Trace
+from inspector.ui import plots, theme
+from inspector.ui.cursor import Cursor
+from inspector.ui.derive import Compression, TraceFigures, figures, step_points
+from inspector.ui.panels.base import Panel
+
+
+def describe(c: Compression) -> str:
+    """Hover text of one compression (numbers only: safe as a tooltip)."""
+    if c.faulted:
+        return f"compress at event {c.event}: FAULTED, discarded\nbefore {c.before_tokens:,} tok in {c.before_messages} msgs"
+    saved = c.before_tokens - c.after_tokens
+    pct = (saved / c.before_tokens) if c.before_tokens else 0.0
+    return (
+        f"compress at event {c.event} (#{c.count_after})\n"
+        f"before {c.before_tokens:,} tok in {c.before_messages} msgs\n"
+        f"after  {c.after_tokens:,} tok in {c.after_messages} msgs\n"
+        f"saved  {saved:,} tok ({pct:.0%})"
+    )
+
+
+class CompressionPanel(Panel):
+    panel_id = "compression"
+    title = "Compression timeline"
+    area = Qt.DockWidgetArea.TopDockWidgetArea
+
+    def __init__(self, cursor: Cursor, parent: QWidget | None = None) -> None:
+        super().__init__(cursor, parent)
+        self.readout = theme.readout_label(1)
+        self.plot_widget = plots.make_plot_widget("compressions")
+        self.plot = self.plot_widget.getPlotItem()
+        self.step = plots.curve(self.plot, theme.COMPRESS)
+        self.dots = pg.ScatterPlotItem(
+            size=8,
+            pen=pg.mkPen("white", width=1),
+            hoverable=True,
+            hoverSize=12,
+            tip=lambda x, y, data: data,
+        )
+        self.plot.addItem(self.dots)
+        self.cursor_line = plots.CursorLine(self.plot, self._jump_to_x)
+        plots.connect_click(self.plot_widget, self.plot, self._clicked)
+        self._fig: TraceFigures | None = None
+        self._by_event: dict[int, Compression] = {}
+        self._summary = ""
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 2, 4, 2)
+        layout.setSpacing(2)
+        layout.addWidget(self.readout)
+        layout.addWidget(self.plot_widget, 1)
+
+    def x_view(self) -> pg.ViewBox:
+        return self.plot.getViewBox()
+
+    def render_trace(self, trace: Trace | None) -> None:
+        self._fig = None
+        if trace is None or not trace.requests:
+            self.step.setData([], [])
+            self.dots.setData([])
+            self.cursor_line.set_x(None)
+            self.readout.setText("No provider requests in this trace" if trace is not None else "No trace loaded")
+            return
+        fig = figures(trace)
+        self._fig = fig
+        self._by_event = {c.event: c for c in fig.compressions}
+        # the count only changes at compressions: draw its change points, not one vertex per request
+        plots.set_xy(self.step, *step_points(fig.x, fig.compression_count))
+        spots = [
+            {
+                "pos": (c.x, c.count_after),
+                "data": describe(c),
+                "brush": pg.mkBrush(theme.FAULT if c.faulted else theme.COMPRESS),
+                "symbol": "x" if c.faulted else "o",
+            }
+            for c in fig.compressions
+        ]
+        self.dots.setData(spots)
+        top = max(1.0, float(fig.compression_count.max()) if fig.n else 1.0)
+        self.plot.setYRange(-0.2, top + 0.6, padding=0)
+        self.plot.setXRange(-0.5, fig.n - 0.5, padding=0.01)
+        n_ok = sum(1 for c in fig.compressions if not c.faulted)
+        n_bad = len(fig.compressions) - n_ok
+        self._summary = f"{n_ok} compressions" + (f", {n_bad} faulted" if n_bad else "")
+
+    def render_cursor(self, k: int) -> None:
+        fig, trace = self._fig, self._trace
+        if fig is None or trace is None:
+            return
+        self.cursor_line.set_x(fig.cursor_x(k))
+        last = trace.last_compression_before(k)
+        text = self._summary
+        if last is not None:
+            c = self._by_event.get(last.index)
+            if c is not None:
+                text += f" · last before cursor: event {c.event}, {c.before_tokens:,} → {c.after_tokens:,} tok"
+        self.readout.setText(text)
+
+    def _jump_to_x(self, x: float) -> None:
+        fig = self._fig
+        if fig is None:
+            return
+        r = fig.request_for_x(x)
+        if r is not None:
+            self.jump_requested.emit(int(fig.request_event[r]))
+
+    def _clicked(self, x: float) -> None:
+        """A click near a compression dot selects that compress event, elsewhere the request."""
+        fig = self._fig
+        if fig is None:
+            return
+        near = min(fig.compressions, key=lambda c: abs(c.x - x), default=None)
+        span = max(1.0, (self.plot.getViewBox().viewRange()[0][1] - self.plot.getViewBox().viewRange()[0][0]) / 150)
+        if near is not None and abs(near.x - x) <= span:
+            self.jump_requested.emit(near.event)
+        else:
+            self._jump_to_x(x)

@@ -1,0 +1,157 @@
+"""Engine: which engine produced this trace, how it was configured, and its status at the cursor.
+
+The trace's ``meta["engine"]`` is shown as a tree whatever keys it has (name, source, version,
+plugin.yaml metadata, config, files written), so the panel keeps up when the host records more.
+Only the ``get_status()`` section follows the cursor.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+
+from inspector.trace.model import Trace
+from inspector.ui import theme
+from inspector.ui.cursor import Cursor
+from inspector.ui.derive import figures
+from inspector.ui.panels.base import Panel
+
+# Sections of meta["engine"] shown under their own heading, in this order; the rest go under "Engine".
+_SECTIONS = (
+    ("plugin", "Plugin metadata (plugin.yaml)"),
+    ("config", "Config"),
+    ("files_written", "Files written"),
+)
+MAX_CHILDREN = 500
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def add_value(parent: QTreeWidgetItem, key: str, value: Any, depth: int = 0) -> QTreeWidgetItem:
+    """Add ``key: value`` under ``parent``; dicts and lists become subtrees (plain text only)."""
+    item = QTreeWidgetItem(parent, [str(key), ""])
+    if isinstance(value, dict):
+        item.setText(1, f"{{{len(value)} keys}}")
+        for i, (k, v) in enumerate(value.items()):
+            if i >= MAX_CHILDREN:
+                QTreeWidgetItem(item, ["…", f"{len(value) - MAX_CHILDREN} more"])
+                break
+            add_value(item, str(k), v, depth + 1)
+    elif isinstance(value, list):
+        item.setText(1, f"[{len(value)} items]")
+        for i, v in enumerate(value[:MAX_CHILDREN]):
+            add_value(item, str(i), v, depth + 1)
+        if len(value) > MAX_CHILDREN:
+            QTreeWidgetItem(item, ["…", f"{len(value) - MAX_CHILDREN} more"])
+    else:
+        text = _scalar(value)
+        item.setText(1, theme.one_line(text, 300))
+        if len(text) > 80 or "\n" in text:
+            item.setToolTip(1, theme.plain_tooltip(text))
+    return item
+
+
+class EnginePanel(Panel):
+    panel_id = "engine"
+    title = "Engine"
+    area = Qt.DockWidgetArea.BottomDockWidgetArea
+
+    def __init__(self, cursor: Cursor, parent: QWidget | None = None) -> None:
+        super().__init__(cursor, parent)
+        self.header = QLabel()
+        self.header.setTextFormat(Qt.TextFormat.PlainText)
+        self.header.setWordWrap(True)
+        font = self.header.font()
+        font.setPointSizeF(font.pointSizeF() * 1.15)
+        font.setBold(True)
+        self.header.setFont(font)
+        self.tree = QTreeWidget()
+        self.tree.setColumnCount(2)
+        self.tree.setHeaderLabels(["key", "value"])
+        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        self.tree.header().resizeSection(0, 220)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setUniformRowHeights(True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.header)
+        layout.addWidget(self.tree, 1)
+        self.status_item: QTreeWidgetItem | None = None
+        self._status_shown: object = None
+        self._bold = QFont(self.tree.font())
+        self._bold.setBold(True)
+
+    def _section(self, title: str) -> QTreeWidgetItem:
+        item = QTreeWidgetItem(self.tree, [title, ""])
+        item.setFont(0, self._bold)
+        item.setFirstColumnSpanned(True)
+        return item
+
+    def render_trace(self, trace: Trace | None) -> None:
+        self.tree.clear()
+        self.status_item = None
+        self._status_shown = object()
+        if trace is None:
+            self.header.setText("No trace loaded")
+            return
+        engine = trace.meta.get("engine") or {}
+        if not isinstance(engine, dict):
+            engine = {"name": engine}
+        name = engine.get("name", "unknown engine")
+        version = engine.get("version")
+        source = engine.get("source")
+        self.header.setText(f"{name}" + (f" {version}" if version else "") + (f" · {source}" if source else ""))
+        top = self._section("Engine")
+        for key, value in engine.items():
+            if key not in dict(_SECTIONS):
+                add_value(top, key, value)
+        top.setExpanded(True)
+        for key, title in _SECTIONS:
+            if key in engine:
+                sec = self._section(title)
+                value = engine[key]
+                if isinstance(value, dict):
+                    for k, v in value.items():
+                        add_value(sec, k, v)
+                elif isinstance(value, list):
+                    for i, v in enumerate(value):
+                        add_value(sec, str(i), v)
+                else:
+                    add_value(sec, key, value)
+                sec.setExpanded(True)
+        tools = self._section(f"Tool schemas ({len(trace.tool_schemas)})")
+        for schema in trace.tool_schemas:
+            fn = schema.get("function", schema) if isinstance(schema, dict) else {}
+            add_value(tools, str(fn.get("name", "?")) if isinstance(fn, dict) else "?", schema)
+        tools.setExpanded(True)
+        self.status_item = self._section("get_status() at the cursor")
+        self.status_item.setExpanded(True)
+        rest = {k: v for k, v in trace.meta.items() if k != "engine"}
+        if rest:
+            sec = self._section("Trace")
+            for k, v in rest.items():
+                add_value(sec, k, v)
+
+    def render_cursor(self, k: int) -> None:
+        trace = self._trace
+        if trace is None or self.status_item is None:
+            return
+        status = figures(trace).status_at(trace, k) if len(trace) else None
+        if status is self._status_shown:
+            return
+        self._status_shown = status
+        self.status_item.takeChildren()
+        if status is None:
+            QTreeWidgetItem(self.status_item, ["(no status recorded yet)", ""])
+        else:
+            for key, value in status.items():
+                add_value(self.status_item, key, value)
+        self.status_item.setExpanded(True)

@@ -1,0 +1,282 @@
+"""Running a replay from the window: on a worker thread, with progress and cancel.
+
+A long session can take minutes to replay; doing it on the GUI thread would freeze the window
+(and an engine that hangs would hang the app). :class:`ReplayRunner` owns one QThread per run,
+reports progress through queued signals, and turns every failure (engine did not load, reader
+error, an exception from the host) into a message for the window instead of a crash.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QWidget,
+)
+
+from inspector.trace.model import Trace
+
+
+@dataclass
+class ReplayRequest:
+    """Everything a replay needs; built by the window, consumed on the worker thread."""
+
+    session: Any
+    engine: str
+    config_path: str | None = None
+    plugin_dirs: list[str] = field(default_factory=list)
+
+
+class ReplayCancelledError(Exception):
+    """Raised by :func:`run_replay` when cancelled; carries the partial trace when the host gave one."""
+
+    def __init__(self, trace: Trace | None) -> None:
+        super().__init__("replay cancelled")
+        self.trace = trace
+
+
+def run_replay(req: ReplayRequest, progress: Any = None, cancel: threading.Event | None = None) -> Trace:
+    """Load the config and the engine, replay the session, return the trace (any thread)."""
+    from inspector.config import load_config
+    from inspector.engines.discovery import load_engine
+    from inspector.host import replay as host_replay
+
+    config = load_config(req.config_path)
+    plugin_dirs = list(req.plugin_dirs) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
+    loaded = load_engine(req.engine or None, config, plugin_dirs)
+    try:
+        return host_replay.replay(req.session, loaded, config, progress=progress, cancel=cancel, label=req.engine)
+    except getattr(host_replay, "ReplayCancelled", ()) as exc:  # type: ignore[misc]
+        raise ReplayCancelledError(getattr(exc, "trace", None)) from None
+    finally:
+        close = getattr(loaded, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - cleanup of a sandbox must not mask the result
+                pass
+
+
+class _Worker(QObject):
+    progress = Signal(int, int)
+    done = Signal(object)
+    failed = Signal(str, str)
+    cancelled = Signal(object)
+
+    def __init__(self, req: ReplayRequest, cancel: threading.Event) -> None:
+        super().__init__()
+        self.req = req
+        self.cancel = cancel
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            trace = run_replay(self.req, progress=lambda d, t: self.progress.emit(int(d), int(t)), cancel=self.cancel)
+        except ReplayCancelledError as exc:
+            self.cancelled.emit(exc.trace)
+        except BaseException as exc:  # noqa: BLE001 - an engine may raise anything; the window reports it
+            self.failed.emit(f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        else:
+            if self.cancel.is_set():
+                self.cancelled.emit(trace)
+            else:
+                self.done.emit(trace)
+
+
+class ReplayRunner(QObject):
+    """Starts replays on a worker thread; at most one at a time."""
+
+    progress = Signal(int, int)
+    finished = Signal(object)  # Trace
+    failed = Signal(str, str)  # message, details
+    cancelled = Signal(object)  # partial Trace or None
+    running_changed = Signal(bool)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._thread: QThread | None = None
+        self._worker: _Worker | None = None
+        self._cancel = threading.Event()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def start(self, req: ReplayRequest) -> None:
+        if self.running:
+            raise RuntimeError("a replay is already running")
+        self._cancel = threading.Event()
+        thread = QThread()
+        thread.setObjectName("inspector-replay")
+        worker = _Worker(req, self._cancel)
+        worker.moveToThread(thread)
+        thread.started.connect(worker.run)
+        worker.progress.connect(self.progress)
+        worker.done.connect(self._on_done)
+        worker.failed.connect(self._on_failed)
+        worker.cancelled.connect(self._on_cancelled)
+        self._thread, self._worker = thread, worker
+        self.running_changed.emit(True)
+        thread.start()
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def wait(self, ms: int = 10_000) -> bool:
+        """Cancel and wait for the worker (window close); True when it stopped in time."""
+        thread = self._thread
+        if thread is None:
+            return True
+        self._cancel.set()
+        stopped = thread.wait(ms)
+        if stopped:
+            self._cleanup()
+        return stopped
+
+    def _cleanup(self) -> None:
+        thread, worker = self._thread, self._worker
+        self._thread, self._worker = None, None
+        if thread is not None:
+            thread.quit()
+            thread.wait()
+            thread.deleteLater()
+        if worker is not None:
+            worker.deleteLater()
+        self.running_changed.emit(False)
+
+    def _on_done(self, trace: Trace) -> None:
+        self._cleanup()
+        self.finished.emit(trace)
+
+    def _on_failed(self, message: str, details: str) -> None:
+        self._cleanup()
+        self.failed.emit(message, details)
+
+    def _on_cancelled(self, trace: Trace | None) -> None:
+        self._cleanup()
+        self.cancelled.emit(trace)
+
+
+def available_engines(config_path: str | None, plugin_dirs: list[str], extra: list[str]) -> list[str]:
+    """Engine names for the picker, without loading any engine (discovery imports plugins)."""
+    names: list[str] = []
+    for name in [*extra, "compressor"]:
+        if name and name not in names:
+            names.append(name)
+    try:
+        from inspector.config import cfg_get, load_config
+        from inspector.engines.discovery import plugin_search_dirs
+
+        config = load_config(config_path)
+        configured = str(cfg_get(config, "context.engine", "") or "")
+        if configured and configured not in names:
+            names.insert(len(extra), configured)
+        for directory in plugin_search_dirs(config, plugin_dirs):
+            root = Path(directory)
+            # directory engines live in <dir>/context_engine/<name>/ (or <dir> is that folder)
+            engine_root = root if root.name == "context_engine" else root / "context_engine"
+            if not engine_root.is_dir():
+                continue
+            for child in sorted(engine_root.iterdir()):
+                if child.is_dir() and (child / "__init__.py").is_file() and child.name not in names:
+                    names.append(child.name)
+    except Exception:  # noqa: BLE001 - a broken config must not stop the window from opening
+        pass
+    return names
+
+
+class ReplayBar(QWidget):
+    """Engine + config pickers, Replay button, progress bar and Cancel, in one row."""
+
+    replay_requested = Signal()
+    cancel_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.engine_combo = QComboBox()
+        self.engine_combo.setEditable(True)
+        self.engine_combo.setMinimumWidth(150)
+        self.engine_combo.setToolTip("Engine to replay the session with (built-in or plugin name)")
+        self.config_label = QLabel("config: defaults")
+        self.config_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.config_button = QPushButton("Config…")
+        self.config_button.clicked.connect(self._pick_config)
+        self.run_button = QPushButton("Replay")
+        self.run_button.setToolTip("Replay the open session with this engine and config")
+        self.run_button.clicked.connect(self.replay_requested)
+        self.progress = QProgressBar()
+        self.progress.setMinimumWidth(160)
+        self.progress.setMaximumWidth(320)
+        self.progress.setFormat("idle")
+        self.progress.setValue(0)
+        self.progress.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.engine_combo.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.engine_combo.setMinimumWidth(180)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel_requested)
+        for button in (self.config_button, self.run_button, self.cancel_button):
+            button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(4, 0, 4, 0)
+        row.addWidget(QLabel("Engine:"))
+        row.addWidget(self.engine_combo)
+        row.addWidget(self.config_button)
+        row.addWidget(self.config_label)
+        row.addWidget(self.run_button)
+        row.addWidget(self.progress, 1)
+        row.addWidget(self.cancel_button)
+        row.addStretch(1)
+        self.config_path: str | None = None
+
+    def set_engines(self, names: list[str], current: str | None = None) -> None:
+        self.engine_combo.clear()
+        self.engine_combo.addItems(names)
+        if current:
+            self.engine_combo.setCurrentText(current)
+
+    def engine(self) -> str:
+        return self.engine_combo.currentText().strip()
+
+    def set_config(self, path: str | None) -> None:
+        self.config_path = path
+        self.config_label.setText(f"config: {Path(path).name}" if path else "config: defaults")
+        self.config_label.setToolTip(path or "Hermes defaults (no config.yaml)")
+
+    def _pick_config(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose config.yaml", "", "YAML (*.yaml *.yml);;All files (*)")
+        if path:
+            self.set_config(path)
+
+    def set_running(self, running: bool) -> None:
+        self.run_button.setEnabled(not running)
+        self.engine_combo.setEnabled(not running)
+        self.config_button.setEnabled(not running)
+        self.cancel_button.setEnabled(running)
+        if running:
+            self.progress.setRange(0, 0)
+            self.progress.setFormat("loading engine…")
+        else:
+            self.progress.setRange(0, 100)
+
+    def set_progress(self, done: int, total: int) -> None:
+        self.progress.setRange(0, max(1, total))
+        self.progress.setValue(done)
+        self.progress.setFormat(f"turn {done:,} / {total:,}")
+
+    def set_idle_text(self, text: str) -> None:
+        self.progress.setRange(0, 100)
+        self.progress.setValue(100 if text.startswith("done") else 0)
+        self.progress.setFormat(text)

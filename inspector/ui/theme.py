@@ -1,0 +1,260 @@
+"""Colours, icons and text helpers shared by every panel.
+
+One place decides what a compression, a fault or a cache read looks like, so the event list,
+the plots and the cache strip agree and a reader learns the colour code once. Icons are painted
+at run time (a coloured badge with a glyph) so the package needs no image files to look right.
+"""
+
+from __future__ import annotations
+
+import html
+from functools import lru_cache
+from pathlib import Path
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPaintEvent, QPalette, QPixmap
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from inspector.trace import model as tm
+
+# Repository root (…/inspector/ui/theme.py → parents[2]); resources live beside the package.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RESOURCES = REPO_ROOT / "resources"
+
+# -- colours -----------------------------------------------------------------------------
+FAULT = "#d32f2f"
+COMPRESS = "#8e24aa"
+SELECT = "#1e88e5"
+REQUEST = "#455a64"
+TURN = "#2e7d32"
+RESPONSE = "#00897b"
+SHOULD = "#9e9d24"
+TOOL = "#ef6c00"
+LIFECYCLE = "#6d4c41"
+NOTE = "#757575"
+MARKER = "#c2185b"
+BOOKMARK = "#f9a825"
+
+CACHE_READ = "#43a047"
+CACHE_WRITE = "#fb8c00"
+CACHE_UNCACHED = "#90a4ae"
+CACHE_BREAK = "#d32f2f"
+
+DIFF_ADDED = "#e3f6e5"
+DIFF_REMOVED = "#fde7e9"
+DIFF_CHANGED = "#fff6d6"
+DIFF_SUMMARISED = "#ede4f7"
+DIFF_WORD_ADDED = "#a5d6a7"
+DIFF_WORD_REMOVED = "#ef9a9a"
+
+PLOT_BG = "#ffffff"
+PLOT_FG = "#37474f"
+GRID_ALPHA = 0.15
+
+# Series colours for the token plots; colour-blind friendly (Okabe–Ito) and distinct on white.
+SERIES = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00"]
+THRESHOLD = "#d55e00"
+CONTEXT = "#555555"
+CURSOR = "#e53935"
+
+# kind → (colour, glyph)
+_KIND_STYLE: dict[str, tuple[str, str]] = {
+    tm.EV_TURN: (TURN, "T"),
+    tm.EV_REQUEST: (REQUEST, "R"),
+    tm.EV_SELECT: (SELECT, "S"),
+    tm.EV_RESPONSE: (RESPONSE, "U"),
+    tm.EV_SHOULD: (SHOULD, "?"),
+    tm.EV_SHOULD_INFO: (SHOULD, "?"),
+    tm.EV_DEFER: (SHOULD, "D"),
+    tm.EV_COMPRESS: (COMPRESS, "C"),
+    tm.EV_PRUNE: (COMPRESS, "P"),
+    tm.EV_TOOL: (TOOL, "t"),
+    tm.EV_TURN_COMPLETE: (TURN, "✓"),
+    tm.EV_AUX_LLM: (TOOL, "L"),
+    tm.EV_PLUGIN_HOOK: (LIFECYCLE, "h"),
+    tm.EV_MARKER: (MARKER, "M"),
+    tm.EV_FAULT: (FAULT, "!"),
+    tm.EV_NOTE: (NOTE, "i"),
+    tm.EV_SESSION_START: (LIFECYCLE, "▶"),
+    tm.EV_SESSION_END: (LIFECYCLE, "■"),
+    tm.EV_SESSION_RESET: (LIFECYCLE, "↺"),
+    tm.EV_UPDATE_MODEL: (LIFECYCLE, "m"),
+    tm.EV_TOOL_SCHEMAS: (LIFECYCLE, "s"),
+}
+
+
+def kind_colour(kind: str) -> str:
+    """The colour an event kind is drawn in everywhere (unknown kinds are grey)."""
+    return _KIND_STYLE.get(kind, (NOTE, "·"))[0]
+
+
+@lru_cache(maxsize=128)
+def badge_icon(colour: str, glyph: str, size: int = 16) -> QIcon:
+    """A rounded coloured square with a one-character glyph; cached because views ask per row."""
+    pix = QPixmap(size, size)
+    pix.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pix)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(QColor(colour))
+    painter.drawRoundedRect(QRectF(1, 1, size - 2, size - 2), 3, 3)
+    font = QFont()
+    font.setPixelSize(int(size * 0.62))
+    font.setBold(True)
+    painter.setFont(font)
+    painter.setPen(QColor("white"))
+    painter.drawText(QRectF(0, 0, size, size), Qt.AlignmentFlag.AlignCenter, glyph)
+    painter.end()
+    return QIcon(pix)
+
+
+def kind_icon(kind: str, faulted: bool = False) -> QIcon:
+    """Icon for an event row; a faulted event is always red whatever its kind."""
+    colour, glyph = _KIND_STYLE.get(kind, (NOTE, "·"))
+    if faulted:
+        colour = FAULT
+    return badge_icon(colour, glyph)
+
+
+def app_icon() -> QIcon:
+    """The window icon: the bundled SVG if present, else a painted badge."""
+    path = RESOURCES / "icons" / "app.svg"
+    if path.exists():
+        icon = QIcon(str(path))
+        if not icon.isNull():
+            return icon
+    return badge_icon(REQUEST, "C", 64)
+
+
+def apply_palette(app) -> None:  # noqa: ANN001 - QApplication, kept loose for tests
+    """A light Fusion look so plots (white) and widgets match and screenshots read well."""
+    app.setStyle("Fusion")
+    pal = app.palette()
+    pal.setColor(QPalette.ColorRole.Window, QColor("#f3f4f6"))
+    pal.setColor(QPalette.ColorRole.Base, QColor("#ffffff"))
+    pal.setColor(QPalette.ColorRole.AlternateBase, QColor("#f6f8fa"))
+    pal.setColor(QPalette.ColorRole.Highlight, QColor("#1e88e5"))
+    pal.setColor(QPalette.ColorRole.HighlightedText, QColor("#ffffff"))
+    pal.setColor(QPalette.ColorRole.ToolTipBase, QColor("#fffde7"))
+    pal.setColor(QPalette.ColorRole.ToolTipText, QColor("#212121"))
+    app.setPalette(pal)
+
+
+# -- item-model roles as plain ints ------------------------------------------------------
+# Views call data() hundreds of times per repaint; comparing the int role against these is
+# several times cheaper than comparing against the Qt enum members.
+ROLE_DISPLAY = Qt.ItemDataRole.DisplayRole.value
+ROLE_DECORATION = Qt.ItemDataRole.DecorationRole.value
+ROLE_TOOLTIP = Qt.ItemDataRole.ToolTipRole.value
+ROLE_FONT = Qt.ItemDataRole.FontRole.value
+ROLE_ALIGN = Qt.ItemDataRole.TextAlignmentRole.value
+ROLE_BACKGROUND = Qt.ItemDataRole.BackgroundRole.value
+ROLE_FOREGROUND = Qt.ItemDataRole.ForegroundRole.value
+ALIGN_RIGHT = (Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter).value
+ALIGN_CENTER = Qt.AlignmentFlag.AlignCenter.value
+SELECTABLE = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+
+def set_style(widget, css: str) -> None:  # noqa: ANN001 - any QWidget
+    """Set a style sheet only when it changes: re-polishing on every cursor step costs time."""
+    if widget.styleSheet() != css:
+        widget.setStyleSheet(css)
+
+
+class TextLine(QWidget):
+    """Plain text painted in a fixed number of lines; changing it never re-lays out the window.
+
+    A QLabel's ``setText`` invalidates every layout up to the main window, and a QMainWindow
+    re-fitting its docks on every cursor step costs tens of milliseconds (and makes the docks
+    drift). This widget only repaints itself. Text is drawn literally (no HTML), word-wrapped
+    when ``lines > 1`` and clipped to its box.
+    """
+
+    def __init__(self, lines: int = 1, *, bold: bool = False, align: Qt.AlignmentFlag = Qt.AlignmentFlag.AlignLeft,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._text = ""
+        self._lines = lines
+        self._align = align
+        self._fg = QColor(PLOT_FG)
+        self._bg: QColor | None = None
+        if bold:
+            font = QFont(self.font())
+            font.setBold(True)
+            self.setFont(font)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.setFixedHeight(self.fontMetrics().lineSpacing() * lines + 4)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return QSize(max(40, self.fontMetrics().horizontalAdvance(self._text[:80]) + 8), self.height())
+
+    def text(self) -> str:
+        return self._text
+
+    def setText(self, text: str) -> None:  # noqa: N802 - QLabel-compatible name
+        if text != self._text:
+            self._text = text
+            self.update()
+
+    def set_colours(self, fg: str | None = None, bg: str | None = None) -> None:
+        new_fg = QColor(fg or PLOT_FG)
+        new_bg = QColor(bg) if bg else None
+        if new_fg != self._fg or new_bg != self._bg:
+            self._fg, self._bg = new_fg, new_bg
+            self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        p = QPainter(self)
+        rect = self.rect()
+        if self._bg is not None and self._text:
+            p.setRenderHint(QPainter.RenderHint.Antialiasing)
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(self._bg)
+            p.drawRoundedRect(QRectF(rect), 3, 3)
+        p.setPen(self._fg)
+        inner = rect.adjusted(4 if self._bg is not None else 0, 2, -4 if self._bg is not None else 0, -2)
+        flags = self._align | Qt.AlignmentFlag.AlignVCenter
+        if self._lines > 1:
+            flags = self._align | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextWordWrap
+            p.drawText(inner, flags, self._text)
+        else:
+            p.drawText(inner, flags, self.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideRight, inner.width()))
+        p.end()
+
+
+def readout_label(lines: int = 1) -> TextLine:
+    """A plain-text status line for values that change on every cursor step."""
+    return TextLine(lines)
+
+
+# -- text ------------------------------------------------------------------------------
+def plain_tooltip(text: str, limit: int = 1500) -> str:
+    """A tooltip that shows ``text`` literally: Qt would otherwise guess HTML in user content."""
+    if len(text) > limit:
+        text = text[:limit] + " …"
+    return "<qt><pre style='white-space:pre-wrap'>" + html.escape(text) + "</pre></qt>"
+
+
+def fmt_int(n: float | int | None) -> str:
+    """Thousands-separated integer, or an en dash when the figure is missing."""
+    if n is None:
+        return "–"
+    try:
+        return f"{int(n):,}"
+    except (TypeError, ValueError):
+        return str(n)
+
+
+def fmt_delta(n: int | None) -> str:
+    """Signed change with separators; zero shows as a quiet ``±0``."""
+    if n is None:
+        return ""
+    if n == 0:
+        return "±0"
+    return f"{n:+,}"
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    """First ``limit`` characters of ``text`` on one line, for previews in tables."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,774 @@
+"""The main window: one cursor, every panel a dock, files in and out, replays in the background.
+
+The window owns the :class:`~inspector.ui.cursor.Cursor` and the panels. It never computes
+anything about the trace itself: it routes (panel asks to jump → cursor → every panel), opens
+and saves files, starts replays, and keeps the layout. Every error from loading or from an
+engine ends up in the message bar at the top; nothing here lets an exception reach Qt.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QToolBar,
+    QToolButton,
+    QWidget,
+)
+
+from inspector.trace.model import Mark, Trace
+from inspector.ui import dialogs, loaders, theme
+from inspector.ui.cursor import Cursor
+from inspector.ui.panels import PANEL_CLASSES, Panel
+from inspector.ui.replay import ReplayBar, ReplayRequest, ReplayRunner, available_engines, run_replay
+
+LAYOUT_VERSION = 3
+MAX_RECENT = 10
+ORG = "ContextEngineInspector"
+APP = "Context Engine Inspector"
+
+OPEN_FILTER = (
+    "All supported (*.json *.jsonl *.gz *.db *.sqlite *.sqlite3);;"
+    "Traces (*.json *.json.gz *.gz);;Sessions (*.json *.jsonl *.gz);;Hermes state.db (*.db *.sqlite *.sqlite3);;All files (*)"
+)
+
+
+class MessageBar(QFrame):
+    """A dismissible coloured strip for errors and notices (never a modal box)."""
+
+    closed = Signal()
+
+    COLOURS = {"error": ("#fdecea", "#b71c1c"), "warning": ("#fff8e1", "#8d6e00"), "info": ("#e3f2fd", "#0d47a1")}
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        close = QToolButton()
+        close.setText("✕")
+        close.setAutoRaise(True)
+        close.clicked.connect(self.closed)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(8, 4, 4, 4)
+        row.addWidget(self.label, 1)
+        row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.level = ""
+        self.active = False
+
+    def show_message(self, text: str, level: str = "error", details: str = "") -> None:
+        bg, fg = self.COLOURS.get(level, self.COLOURS["info"])
+        self.setStyleSheet(f"MessageBar{{background:{bg};border:1px solid {fg};border-radius:3px}} QLabel{{color:{fg}}}")
+        self.level = level
+        self.label.setText(text)
+        self.label.setToolTip(theme.plain_tooltip(details) if details else "")
+        self.active = True
+
+    def text(self) -> str:
+        """The message being shown ('' when dismissed)."""
+        return self.label.text() if self.active else ""
+
+
+class MainWindow(QMainWindow):
+    """Context Engine Inspector's window. ``settings`` is injectable so tests stay isolated."""
+
+    def __init__(
+        self,
+        settings: QSettings | None = None,
+        *,
+        config_path: str | None = None,
+        engines: list[str] | None = None,
+        plugin_dirs: list[str] | None = None,
+        restore_layout: bool = True,
+    ) -> None:
+        super().__init__()
+        self.setWindowTitle(APP)
+        self.setWindowIcon(theme.app_icon())
+        self.setObjectName("MainWindow")
+        self.setAcceptDrops(True)
+        self.setDockNestingEnabled(True)
+        self.setCorner(Qt.Corner.TopLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.settings = settings if settings is not None else QSettings(ORG, "inspector")
+        self.plugin_dirs = list(plugin_dirs or [])
+        self.cursor = Cursor(self)
+        self.source_path: str | None = None  # what was opened (trace, session, db#id)
+        self.trace_path: str | None = None  # where Save writes without asking (a trace file)
+        self.bundle_run: int | None = None
+        self.session: Any = None
+        self.modified = False
+        self.current_panel_id = "timeline"
+        # replaceable prompts (tests answer them directly)
+        self.pick_session: Callable[[list[Any], str], str | None] = lambda s, p: dialogs.pick_session(self, s, p)
+        self.ask_turn: Callable[[int, int], int | None] = self._ask_turn
+        self.ask_bookmark: Callable[[int, Mark | None], tuple[str, str] | str | None] = (
+            lambda k, m: dialogs.edit_bookmark(self, k, m)
+        )
+        self.ask_open_path: Callable[[], str | None] = self._ask_open_path
+        self.ask_save_path: Callable[[str], str | None] = self._ask_save_path
+        self.pick_bundle_run: Callable[[list[str]], int | None] = self._pick_bundle_run
+
+        # Everything is a dock; the central widget stays hidden so the docks share the window.
+        self.message_bar = MessageBar()
+        central = QWidget()
+        self.setCentralWidget(central)
+        central.hide()
+
+        self.panels: dict[str, Panel] = {}
+        self.docks: dict[str, QDockWidget] = {}
+        for cls in PANEL_CLASSES:
+            panel = cls(self.cursor)
+            dock = QDockWidget(cls.title, self)
+            dock.setObjectName(f"dock_{cls.panel_id}")
+            dock.setWidget(panel)
+            dock.setFeatures(
+                QDockWidget.DockWidgetFeature.DockWidgetMovable
+                | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                | QDockWidget.DockWidgetFeature.DockWidgetClosable
+            )
+            panel.jump_requested.connect(self.cursor.set)
+            self.panels[cls.panel_id] = panel
+            self.docks[cls.panel_id] = dock
+        self.panels["bookmarks"].delete_requested.connect(self.delete_bookmark)  # type: ignore[attr-defined]
+        self._link_x_views()
+
+        self.replay_runner = ReplayRunner(self)
+        self.replay_runner.progress.connect(self._replay_progress)
+        self.replay_runner.finished.connect(self._replay_finished)
+        self.replay_runner.failed.connect(self._replay_failed)
+        self.replay_runner.cancelled.connect(self._replay_cancelled)
+        self.replay_bar = ReplayBar()
+        self.replay_bar.set_config(config_path)
+        self.replay_bar.set_engines(available_engines(config_path, self.plugin_dirs, list(engines or [])),
+                                    (engines or [None])[0])
+        self.replay_bar.replay_requested.connect(self.start_replay)
+        self.replay_bar.cancel_requested.connect(self.replay_runner.cancel)
+        self.replay_runner.running_changed.connect(self.replay_bar.set_running)
+
+        self._build_actions()
+        self._build_menus()
+        self._build_toolbars()
+        self.message_bar.closed.connect(self.clear_message)
+        self.position_label = theme.TextLine(1, align=Qt.AlignmentFlag.AlignRight)
+        self.position_label.setMinimumWidth(460)
+        self.statusBar().addPermanentWidget(self.position_label)
+
+        self.cursor.trace_changed.connect(self._on_trace_changed)
+        self.cursor.changed.connect(self._on_cursor_changed)
+        app = QApplication.instance()
+        if app is not None:
+            app.focusChanged.connect(self._focus_changed)
+
+        self.resize(1600, 1000)
+        self.reset_layout()
+        if restore_layout:
+            self.restore_layout()
+        self._update_title()
+        self._on_trace_changed(None)
+
+    # -- layout ----------------------------------------------------------------------------------
+    def _link_x_views(self) -> None:
+        """Keep every request-axis plot on the same x range.
+
+        pyqtgraph's own ``setXLink`` lines views up *on screen* when they overlap horizontally,
+        which shifts the range of plots in docks of different widths; here the data range is
+        copied as is.
+        """
+        views = [v for v in (p.x_view() for p in self.panels.values()) if v is not None]
+        self._x_views = views
+        self._x_syncing = False
+
+        def sync(source: Any, rng: Any) -> None:
+            if self._x_syncing:
+                return
+            self._x_syncing = True
+            try:
+                for view in views:
+                    if view is not source:
+                        view.setXRange(float(rng[0]), float(rng[1]), padding=0)
+            finally:
+                self._x_syncing = False
+
+        for view in views:
+            view.sigXRangeChanged.connect(sync)
+
+    def reset_layout(self) -> None:
+        """The default arrangement: navigator left, plots top, detail panels tabbed below."""
+        self._arrange(tabbed=True)
+
+    def tile_all(self) -> None:
+        """Every panel visible at once (no tabs): the layout the benchmark measures."""
+        self._arrange(tabbed=False)
+
+    def _arrange(self, *, tabbed: bool) -> None:
+        d = self.docks
+        for dock in d.values():
+            self.removeDockWidget(dock)
+            dock.setFloating(False)
+        L, T, B = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.TopDockWidgetArea,
+                   Qt.DockWidgetArea.BottomDockWidgetArea)
+        H, V = Qt.Orientation.Horizontal, Qt.Orientation.Vertical
+        self.addDockWidget(L, d["events"])
+        self.addDockWidget(L, d["bookmarks"])
+        self.splitDockWidget(d["events"], d["bookmarks"], V)
+        self.addDockWidget(T, d["timeline"])
+        self.splitDockWidget(d["timeline"], d["counters"], H)
+        self.splitDockWidget(d["timeline"], d["compression"], V)
+        self.addDockWidget(B, d["diff"])
+        if tabbed:
+            for name in ("request", "cache", "engine"):
+                self.tabifyDockWidget(d["diff"], d[name])
+        else:
+            self.splitDockWidget(d["diff"], d["request"], H)
+            self.splitDockWidget(d["request"], d["cache"], H)
+            self.splitDockWidget(d["counters"], d["engine"], V)
+        for dock in d.values():
+            dock.show()
+        d["diff"].raise_()
+        self._apply_default_sizes()
+        # Dock sizes only stick once the new arrangement has been laid out; apply them again then.
+        QTimer.singleShot(0, self._apply_default_sizes)
+
+    def _apply_default_sizes(self) -> None:
+        d = self.docks
+        H, V = Qt.Orientation.Horizontal, Qt.Orientation.Vertical
+        width = max(900, self.width())
+        height = max(600, self.height())
+        self.resizeDocks([d["events"], d["bookmarks"]], [int(height * 0.8), int(height * 0.15)], V)
+        self.resizeDocks([d["events"], d["timeline"], d["counters"]],
+                         [int(width * 0.27), int(width * 0.5), int(width * 0.21)], H)
+        self.resizeDocks([d["timeline"], d["compression"]], [int(height * 0.3), int(height * 0.12)], V)
+        self.resizeDocks([d["timeline"], d["diff"]], [int(height * 0.42), int(height * 0.5)], V)
+        if not self.tabifiedDockWidgets(d["diff"]):  # tiled: share the bottom row
+            third = int(width * 0.72 / 3)
+            self.resizeDocks([d["events"], d["diff"], d["request"], d["cache"]],
+                             [int(width * 0.25), third, third, third], H)
+
+    def save_layout(self) -> None:
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState(LAYOUT_VERSION))
+        self.settings.setValue("window/layout_version", LAYOUT_VERSION)
+
+    def restore_layout(self) -> bool:
+        """Restore the saved dock layout; an old or damaged one is ignored (defaults stay)."""
+        state = self.settings.value("window/state")
+        geometry = self.settings.value("window/geometry")
+        try:
+            version = int(self.settings.value("window/layout_version", 0) or 0)
+        except (TypeError, ValueError):
+            version = 0
+        ok = False
+        if isinstance(geometry, QByteArray | bytes):
+            self.restoreGeometry(QByteArray(geometry))
+        if version == LAYOUT_VERSION and isinstance(state, QByteArray | bytes):
+            ok = self.restoreState(QByteArray(state), LAYOUT_VERSION)
+        return ok
+
+    # -- actions ---------------------------------------------------------------------------------
+    def _action(self, text: str, slot: Callable[[], Any], shortcut: str | QKeySequence | None = None, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        if tip:
+            action.setToolTip(tip)
+            action.setStatusTip(tip)
+        action.triggered.connect(lambda _checked=False: slot())
+        self.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        c = self.cursor
+        nav = self._navigate
+        self.act = {
+            "open": self._action("&Open…", self.open_dialog, QKeySequence.StandardKey.Open, "Open a session, a Hermes state.db or a saved trace"),
+            "save": self._action("&Save trace", self.save, QKeySequence.StandardKey.Save, "Save the trace (with bookmarks and notes)"),
+            "save_as": self._action("Save trace &as…", self.save_as, "Ctrl+Shift+S"),
+            "export": self._action("&Export current panel as PNG…", self.export_dialog, "Ctrl+E"),
+            "quit": self._action("&Quit", self.close, QKeySequence.StandardKey.Quit),
+            "prev": self._action("Previous event", lambda: nav(lambda: c.step(-1), "first event"), "Left"),
+            "next": self._action("Next event", lambda: nav(lambda: c.step(1), "last event"), "Right"),
+            "prev_turn": self._action("Previous turn", lambda: nav(c.prev_turn, "no earlier turn"), "Shift+Left"),
+            "next_turn": self._action("Next turn", lambda: nav(c.next_turn, "no later turn"), "Shift+Right"),
+            "prev_compress": self._action("Previous compression", lambda: nav(c.prev_compression, "no earlier compression"), "Ctrl+Left"),
+            "next_compress": self._action("Next compression", lambda: nav(c.next_compression, "no later compression"), "Ctrl+Right"),
+            "next_miss": self._action("Next cache miss", lambda: nav(c.next_cache_miss, "no later cache miss"), "F3"),
+            "next_fault": self._action("Next fault", lambda: nav(c.next_fault, "no later fault"), "F4"),
+            "home": self._action("First event", lambda: nav(c.home, "first event"), "Home"),
+            "end": self._action("Last event", lambda: nav(c.end, "last event"), "End"),
+            "goto": self._action("Go to turn…", self.go_to_turn_dialog, "Ctrl+G"),
+            "bookmark": self._action("Bookmark / note…", self.bookmark_dialog, "Ctrl+B"),
+            "replay": self._action("&Replay session", self.start_replay, "Ctrl+R"),
+            "cancel": self._action("&Cancel replay", self.replay_runner.cancel),
+            "reset_layout": self._action("Reset layout", self.reset_layout),
+            "tile": self._action("Show all panels (tiled)", self.tile_all),
+            "about": self._action("About", self._about),
+        }
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        file_menu.addAction(self.act["open"])
+        self.recent_menu = QMenu("Open &recent", self)
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        file_menu.addMenu(self.recent_menu)
+        file_menu.addSeparator()
+        for name in ("save", "save_as", "export"):
+            file_menu.addAction(self.act[name])
+        file_menu.addSeparator()
+        file_menu.addAction(self.act["quit"])
+        nav_menu = bar.addMenu("&Navigate")
+        for name in ("prev", "next", "prev_turn", "next_turn", "prev_compress", "next_compress", "next_miss",
+                     "next_fault", "home", "end", "goto", "bookmark"):
+            nav_menu.addAction(self.act[name])
+        replay_menu = bar.addMenu("&Replay")
+        replay_menu.addAction(self.act["replay"])
+        replay_menu.addAction(self.act["cancel"])
+        view_menu = bar.addMenu("&View")
+        for dock in self.docks.values():
+            view_menu.addAction(dock.toggleViewAction())
+        view_menu.addSeparator()
+        view_menu.addAction(self.act["reset_layout"])
+        view_menu.addAction(self.act["tile"])
+        help_menu = bar.addMenu("&Help")
+        help_menu.addAction(self.act["about"])
+
+    def _build_toolbars(self) -> None:
+        nav = QToolBar("Navigation", self)
+        nav.setObjectName("toolbar_navigation")
+        nav.setMovable(False)
+        for name, text in (("home", "|◀ first"), ("prev_turn", "◀◀ turn"), ("prev", "◀ event"), ("next", "event ▶"),
+                           ("next_turn", "turn ▶▶"), ("end", "last ▶|")):
+            self.act[name].setIconText(text)
+            nav.addAction(self.act[name])
+        nav.addSeparator()
+        for name, text in (("prev_compress", "◀ compress"), ("next_compress", "compress ▶"), ("next_miss", "cache miss ▶"),
+                           ("next_fault", "fault ▶"), ("bookmark", "★ bookmark")):
+            self.act[name].setIconText(text)
+            nav.addAction(self.act[name])
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, nav)
+        replay = QToolBar("Replay", self)
+        replay.setObjectName("toolbar_replay")
+        replay.setMovable(False)
+        replay.addWidget(self.replay_bar)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, replay)
+        self.insertToolBarBreak(replay)
+        self.message_toolbar = QToolBar("Messages", self)
+        self.message_toolbar.setObjectName("toolbar_messages")
+        self.message_toolbar.setMovable(False)
+        self.message_toolbar.addWidget(self.message_bar)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.message_toolbar)
+        self.insertToolBarBreak(self.message_toolbar)
+        self.message_toolbar.hide()
+
+    # -- messages ----------------------------------------------------------------------------------
+    def show_message(self, text: str, level: str = "error", details: str = "") -> None:
+        """Show ``text`` in the message strip under the toolbars (errors never open a modal box)."""
+        self.message_bar.show_message(text, level, details)
+        self.message_toolbar.show()
+
+    def clear_message(self) -> None:
+        self.message_bar.active = False
+        self.message_toolbar.hide()
+
+    # -- trace and cursor ---------------------------------------------------------------------------
+    def set_trace(self, trace: Trace | None, *, cursor: int = 0, source: str | None = None) -> None:
+        """Show ``trace``; every panel rebuilds once, then the cursor lands on ``cursor``."""
+        self.modified = False
+        if source is not None:
+            self.source_path = source
+        self.cursor.set_trace(trace, cursor)
+        self._update_title()
+
+    @property
+    def trace(self) -> Trace | None:
+        return self.cursor.trace
+
+    def _on_trace_changed(self, trace: Trace | None) -> None:
+        for panel in self.panels.values():
+            try:
+                panel.set_trace(trace)
+            except Exception as exc:  # noqa: BLE001 - one broken panel must not take the window down
+                self.show_message(f"{panel.title} panel failed to render this trace: {type(exc).__name__}: {exc}")
+        has = trace is not None and len(trace) > 0
+        for name in ("save", "save_as", "export", "prev", "next", "prev_turn", "next_turn", "prev_compress",
+                     "next_compress", "next_miss", "next_fault", "home", "end", "goto", "bookmark"):
+            self.act[name].setEnabled(has if name not in ("export",) else True)
+        self._update_position()
+
+    def _on_cursor_changed(self, k: int) -> None:
+        for panel in self.panels.values():
+            try:
+                panel.set_cursor(k)
+            except Exception as exc:  # noqa: BLE001
+                self.show_message(f"{panel.title} panel failed at event {k}: {type(exc).__name__}: {exc}")
+        self._update_position()
+
+    def _update_position(self) -> None:
+        trace = self.trace
+        if trace is None or not len(trace):
+            self.position_label.setText("no trace" if trace is None else "empty trace")
+            return
+        k = self.cursor.index
+        ev = trace.events[k]
+        parts = [f"event {k:,} / {len(trace) - 1:,}", ev.kind]
+        if ev.turn is not None:
+            parts.append(f"turn {ev.turn} / {trace.turn_count}")
+        req = trace.request_at(k)
+        if req is not None:
+            parts.append(f"request #{req.index}")
+        self.position_label.setText(" · ".join(parts))
+
+    def _navigate(self, move: Callable[[], bool], nothing: str) -> None:
+        if self.trace is None or not len(self.trace):
+            return
+        if not move():
+            self.statusBar().showMessage(nothing.capitalize(), 2500)
+
+    def _focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
+        widget = new
+        while widget is not None:
+            if isinstance(widget, Panel):
+                self.current_panel_id = widget.panel_id
+                return
+            widget = widget.parentWidget()
+
+    # -- go to turn, bookmarks --------------------------------------------------------------------------
+    def _ask_turn(self, max_turn: int, current: int) -> int | None:
+        value, ok = QInputDialog.getInt(self, "Go to turn", f"Turn (1–{max_turn}):", current, 0, max(0, max_turn), 1)
+        return value if ok else None
+
+    def go_to_turn_dialog(self) -> None:
+        trace = self.trace
+        if trace is None or not trace.turn_count:
+            self.statusBar().showMessage("This trace has no turns", 2500)
+            return
+        turns = [trace.events[i].turn for i in range(len(trace)) if trace.events[i].kind == "turn"]
+        max_turn = max((t for t in turns if t is not None), default=0)
+        turn = self.ask_turn(max_turn, trace.turn_at(self.cursor.index) or 1)
+        if turn is not None and not self.cursor.go_to_turn(turn):
+            if trace.turn_event(turn) is None:
+                self.statusBar().showMessage(f"No turn {turn} in this trace", 2500)
+
+    def mark_at(self, k: int) -> Mark | None:
+        trace = self.trace
+        return next((m for m in trace.marks if m.event == k), None) if trace is not None else None
+
+    def bookmark_dialog(self) -> None:
+        trace = self.trace
+        if trace is None or not len(trace):
+            return
+        k = self.cursor.index
+        existing = self.mark_at(k)
+        answer = self.ask_bookmark(k, existing)
+        if answer is None:
+            return
+        if answer == dialogs.DELETE:
+            self.delete_bookmark(k)
+            return
+        label, note = answer  # type: ignore[misc]
+        self.set_bookmark(k, label or f"event {k}", note)
+
+    def set_bookmark(self, k: int, label: str, note: str = "") -> Mark:
+        """Add or update the mark at event ``k`` (saved with the trace)."""
+        trace = self.trace
+        assert trace is not None
+        mark = self.mark_at(k)
+        if mark is None:
+            mark = Mark(event=k, label=label, note=note)
+            trace.marks.append(mark)
+            trace.marks.sort(key=lambda m: m.event)
+        else:
+            mark.label, mark.note = label, note
+        self._marks_changed()
+        return mark
+
+    def delete_bookmark(self, k: int) -> None:
+        trace = self.trace
+        if trace is None:
+            return
+        before = len(trace.marks)
+        trace.marks[:] = [m for m in trace.marks if m.event != k]
+        if len(trace.marks) != before:
+            self._marks_changed()
+
+    def _marks_changed(self) -> None:
+        self.modified = True
+        for panel in self.panels.values():
+            panel.on_marks_changed()
+        self._update_title()
+
+    # -- opening ---------------------------------------------------------------------------------------
+    def _ask_open_path(self) -> str | None:
+        start = str(Path(self.source_path).parent) if self.source_path else ""
+        path, _ = QFileDialog.getOpenFileName(self, "Open session, state.db or trace", start, OPEN_FILTER)
+        return path or None
+
+    def open_dialog(self) -> None:
+        path = self.ask_open_path()
+        if path:
+            self.open_path(path)
+
+    def open_path(self, path: str, *, sync_replay: bool = False, cursor: int = 0) -> bool:
+        """Open any supported file. Sessions are replayed (on a worker thread unless ``sync_replay``).
+
+        Returns False (with the reason in the message bar) when nothing could be opened.
+        """
+        path = os.fspath(path)
+        try:
+            kind = loaders.sniff(path)
+            if kind == loaders.KIND_TRACE:
+                trace = loaders.load_trace_file(path)
+                self.session = None
+                self.trace_path, self.bundle_run = path, None
+                self.set_trace(trace, cursor=cursor, source=path)
+                self.clear_message()
+            elif kind == loaders.KIND_BUNDLE:
+                traces, _meta = loaders.load_bundle_file(path)
+                if not traces:
+                    raise loaders.OpenError(f"{path}: the comparison bundle holds no runs")
+                labels = [str(t.meta.get("label") or (t.meta.get("engine") or {}).get("name") or f"run {i}")
+                          for i, t in enumerate(traces)]
+                run = 0 if len(traces) == 1 else self.pick_bundle_run(labels)
+                if run is None:
+                    return False
+                self.session = None
+                self.trace_path, self.bundle_run = path, run
+                self.set_trace(traces[run], cursor=cursor, source=path)
+                self.show_message(f"Comparison bundle: showing run {run} ({labels[run]}) of {len(traces)}", "info")
+            else:
+                spec = path
+                db_path, sid = loaders.split_spec(path)
+                if kind == loaders.KIND_DB and sid is None:
+                    summaries = loaders.list_db_sessions(db_path)
+                    if not summaries:
+                        raise loaders.OpenError(f"{db_path}: no sessions in this database")
+                    sid = self.pick_session(summaries, db_path)
+                    if sid is None:
+                        return False
+                    spec = f"{db_path}#{sid}"
+                session = loaders.load_session_file(spec)
+                self.session = session
+                self.trace_path, self.bundle_run = None, None
+                self.source_path = spec
+                self._update_title()
+                warnings = list(getattr(session, "warnings", []) or [])
+                if warnings:
+                    self.show_message(f"{len(warnings)} warning(s) reading the session: {warnings[0]}", "warning",
+                                      "\n".join(map(str, warnings[:50])))
+                else:
+                    self.clear_message()
+                self.start_replay(sync=sync_replay, cursor=cursor)
+        except loaders.OpenError as exc:
+            self.show_message(f"Could not open {path}: {exc}")
+            return False
+        except Exception as exc:  # noqa: BLE001 - whatever a reader raises, the window survives
+            self.show_message(f"Could not open {path}: {type(exc).__name__}: {exc}")
+            return False
+        self._add_recent(path)
+        return True
+
+    def _pick_bundle_run(self, labels: list[str]) -> int | None:
+        label, ok = QInputDialog.getItem(self, "Comparison bundle", "Open which run?", labels, 0, False)
+        return labels.index(label) if ok and label in labels else None
+
+    def _recent(self) -> list[str]:
+        value = self.settings.value("recent_files", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def _add_recent(self, path: str) -> None:
+        path = os.path.abspath(path) if os.path.exists(path) else path
+        recent = [p for p in self._recent() if p != path]
+        recent.insert(0, path)
+        self.settings.setValue("recent_files", recent[:MAX_RECENT])
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        recent = self._recent()
+        if not recent:
+            action = self.recent_menu.addAction("(none)")
+            action.setEnabled(False)
+            return
+        for path in recent:
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda _c=False, p=path: self.open_path(p))
+
+    # -- replay ----------------------------------------------------------------------------------------
+    def start_replay(self, *, sync: bool = False, cursor: int = 0) -> None:
+        """Replay the open session with the engine and config chosen in the replay bar."""
+        if self.session is None:
+            self.show_message("Open a session first: a replay needs a transcript (a saved trace is already replayed).",
+                              "info")
+            return
+        if self.replay_runner.running:
+            self.replay_runner.wait(5_000)
+        req = ReplayRequest(self.session, self.replay_bar.engine(), self.replay_bar.config_path, self.plugin_dirs)
+        self._pending_cursor = cursor
+        if sync:
+            try:
+                trace = run_replay(req)
+            except Exception as exc:  # noqa: BLE001
+                self._replay_failed(f"{type(exc).__name__}: {exc}", "")
+                return
+            self._replay_finished(trace)
+            return
+        self.statusBar().showMessage(f"Replaying with {req.engine or 'the configured engine'}…")
+        try:
+            self.replay_runner.start(req)
+        except RuntimeError as exc:
+            self.show_message(str(exc), "warning")
+
+    def _replay_progress(self, done: int, total: int) -> None:
+        self.replay_bar.set_progress(done, total)
+
+    def _replay_finished(self, trace: Trace) -> None:
+        self.replay_bar.set_idle_text(f"done · {len(trace.requests):,} requests")
+        self.statusBar().showMessage("Replay finished", 4000)
+        self.set_trace(trace, cursor=getattr(self, "_pending_cursor", 0))
+        faults = trace.fault_events
+        if faults:
+            self.show_message(f"The engine faulted {len(faults)} time(s) in this replay; F4 jumps to the next fault.",
+                              "warning")
+
+    def _replay_failed(self, message: str, details: str) -> None:
+        self.replay_bar.set_idle_text("failed")
+        self.show_message(f"Replay failed: {message}", "error", details)
+
+    def _replay_cancelled(self, trace: Trace | None) -> None:
+        self.replay_bar.set_idle_text("cancelled")
+        if trace is not None and len(trace):
+            self.set_trace(trace)
+            self.show_message(f"Replay cancelled: showing the partial trace ({trace.turn_count} turns).", "warning")
+        else:
+            self.show_message("Replay cancelled.", "info")
+
+    # -- saving and export -----------------------------------------------------------------------------
+    def _ask_save_path(self, suggestion: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save trace", suggestion, "Traces (*.json *.json.gz);;All files (*)")
+        return path or None
+
+    def save(self) -> bool:
+        if self.trace_path is None:
+            return self.save_as()
+        return self.save_to(self.trace_path)
+
+    def save_as(self) -> bool:
+        if self.trace is None:
+            return False
+        base = Path(self.source_path or "trace").name.split("#")[0]
+        suggestion = str(Path(self.source_path or ".").parent / (Path(base).stem + ".trace.json"))
+        path = self.ask_save_path(suggestion)
+        if not path:
+            return False
+        self.bundle_run = None
+        return self.save_to(path)
+
+    def save_to(self, path: str) -> bool:
+        """Write the trace (and its bookmarks) to ``path``; a bundle only gets its marks rewritten."""
+        trace = self.trace
+        if trace is None:
+            return False
+        try:
+            from inspector.trace.io import save_marks, save_trace
+
+            if self.bundle_run is not None and path == self.trace_path:
+                save_marks(path, trace.marks, run=self.bundle_run)
+            else:
+                save_trace(trace, path)
+        except Exception as exc:  # noqa: BLE001 - disk full, permissions, missing module…
+            self.show_message(f"Could not save {path}: {type(exc).__name__}: {exc}")
+            return False
+        self.trace_path = path
+        self.modified = False
+        self._update_title()
+        self._add_recent(path)
+        self.statusBar().showMessage(f"Saved {path}", 4000)
+        return True
+
+    def export_dialog(self) -> None:
+        name = self.current_panel_id
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {self.panels[name].title} as PNG", f"{name}.png", "PNG (*.png)")
+        if path:
+            self.export_panel(name, path)
+
+    def export_panel(self, panel_id: str, path: str) -> bool:
+        """Save a PNG of one panel (rendered at the cursor even when it is a background tab)."""
+        panel = self.panels.get(panel_id)
+        if panel is None:
+            self.show_message(f"No panel named {panel_id!r}; panels: {', '.join(self.panels)}")
+            return False
+        dock = self.docks[panel_id]
+        if not dock.isVisible():
+            dock.show()
+        dock.raise_()
+        QApplication.processEvents()
+        panel.refresh()
+        ok = panel.grab().save(path)
+        if not ok:
+            self.show_message(f"Could not write {path}")
+        return ok
+
+    def grab_window(self, path: str) -> bool:
+        return self.grab().save(path)
+
+    # -- drag and drop, close, misc -----------------------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt override
+        if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt override
+        files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if files:
+            event.acceptProposedAction()
+            QTimer.singleShot(0, lambda: self.open_path(files[0]))
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        self.replay_runner.wait(10_000)
+        try:
+            self.save_layout()
+        except Exception:  # noqa: BLE001 - a read-only settings file must not block closing
+            pass
+        app = QApplication.instance()
+        if app is not None:
+            try:
+                app.focusChanged.disconnect(self._focus_changed)
+            except (RuntimeError, TypeError):
+                pass
+        super().closeEvent(event)
+
+    def _update_title(self) -> None:
+        name = Path(self.source_path.split("#")[0]).name if self.source_path else ""
+        engine = ""
+        if self.trace is not None:
+            eng = self.trace.meta.get("engine")
+            engine = (eng.get("name") if isinstance(eng, dict) else str(eng or "")) or ""
+        title = APP
+        if name:
+            title = f"{name}{' · ' + engine if engine else ''} — {APP}"
+        self.setWindowTitle(("* " if self.modified else "") + title)
+
+    def _about(self) -> None:
+        self.show_message(
+            "Context Engine Inspector — step through what a context engine did, one event at a time. "
+            "←/→ event · Shift+←/→ turn · Ctrl+←/→ compression · F3 cache miss · F4 fault · Ctrl+G turn · Ctrl+B bookmark",
+            "info",
+        )

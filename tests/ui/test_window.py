@@ -1,0 +1,313 @@
+"""The window: keyboard navigation, the event list, bookmarks, open/save, replay, screenshots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
+from inspector.trace import model as tm
+from inspector.trace.model import Trace
+from inspector.ui.event_model import QUICK_CACHE_MISSES, QUICK_COMPRESSIONS, QUICK_FAULTS
+from inspector.ui.synthetic import build_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def key(window, k: Qt.Key, mod: Qt.KeyboardModifier = Qt.KeyboardModifier.NoModifier) -> None:
+    """A real key press delivered to the focused event list, as a user would type it."""
+    window.activateWindow()
+    window.panels["events"].view.setFocus()
+    QTest.keyClick(window.panels["events"].view, k, mod)
+    QApplication.processEvents()
+
+
+def test_window_opens_empty_with_every_panel_docked(window) -> None:
+    assert set(window.panels) == {"events", "timeline", "compression", "counters", "diff", "request", "cache", "engine",
+                                  "bookmarks"}
+    for name, dock in window.docks.items():
+        assert dock.widget() is window.panels[name]
+    assert window.trace is None
+    assert not window.act["next"].isEnabled()
+
+
+def test_keyboard_navigation(window, faulty_trace: Trace) -> None:
+    t = faulty_trace
+    window.set_trace(t)
+    assert window.cursor.index == 0
+    key(window, Qt.Key.Key_Right)
+    assert window.cursor.index == 1
+    key(window, Qt.Key.Key_Left)
+    assert window.cursor.index == 0
+    key(window, Qt.Key.Key_Right, Qt.KeyboardModifier.ShiftModifier)
+    first_turn = t.next_turn(0)
+    assert window.cursor.index == first_turn
+    key(window, Qt.Key.Key_Right, Qt.KeyboardModifier.ShiftModifier)
+    assert window.cursor.index == t.next_turn(first_turn)
+    key(window, Qt.Key.Key_Left, Qt.KeyboardModifier.ShiftModifier)
+    assert window.cursor.index == first_turn
+    key(window, Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier)
+    assert window.cursor.index == t.compress_events[0]
+    key(window, Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier)
+    assert window.cursor.index == t.compress_events[1]
+    key(window, Qt.Key.Key_Left, Qt.KeyboardModifier.ControlModifier)
+    assert window.cursor.index == t.compress_events[0]
+    here = window.cursor.index
+    key(window, Qt.Key.Key_F3)
+    assert window.cursor.index == t.next_cache_miss(here)
+    here = window.cursor.index
+    key(window, Qt.Key.Key_F4)
+    assert window.cursor.index == t.next_fault(here)
+    assert t.events[window.cursor.index].fault is not None
+    key(window, Qt.Key.Key_End)
+    assert window.cursor.index == len(t) - 1
+    key(window, Qt.Key.Key_Right)
+    assert window.cursor.index == len(t) - 1, "stepping past the end stays at the end"
+    key(window, Qt.Key.Key_Home)
+    assert window.cursor.index == 0
+    # every panel drew the final position
+    for panel in window.panels.values():
+        if panel.isVisible():
+            assert panel.rendered_cursor == 0
+
+
+def test_go_to_turn_and_status_bar(window, demo_trace: Trace) -> None:
+    window.set_trace(demo_trace)
+    window.ask_turn = lambda max_turn, current: 5
+    key(window, Qt.Key.Key_G, Qt.KeyboardModifier.ControlModifier)
+    assert window.cursor.index == demo_trace.turn_event(5)
+    assert "turn 5" in window.position_label.text()
+
+
+def test_event_list_selection_moves_the_cursor_and_follows_it(window, demo_trace: Trace) -> None:
+    window.set_trace(demo_trace)
+    events = window.panels["events"]
+    k = demo_trace.requests[10].event
+    window.cursor.set(k)
+    assert events.selected_event() == k, "the cursor selects (and reveals) its row"
+    target = demo_trace.compress_events[0]
+    events.view.setCurrentIndex(events.model.index_for_event(target))
+    assert window.cursor.index == target, "selecting a row moves the cursor"
+
+
+def test_event_tree_places_every_event_once(demo_trace: Trace) -> None:
+    from inspector.ui.event_model import EventTreeModel
+
+    model = EventTreeModel()
+    model.set_trace(demo_trace)
+    seen: list[int] = []
+
+    def walk(parent) -> None:
+        for row in range(model.rowCount(parent)):
+            idx = model.index(row, 0, parent)
+            seen.append(model.event_of(idx))
+            assert model.parent(idx) == parent
+            walk(idx)
+
+    from PySide6.QtCore import QModelIndex
+
+    walk(QModelIndex())
+    assert sorted(seen) == list(range(len(demo_trace)))
+    for k in (0, 7, len(demo_trace) - 1):
+        assert model.event_of(model.index_for_event(k)) == k
+    # select_context prepares request r, so it is shown under r's node
+    sel = next(ev for ev in demo_trace.events if ev.kind == tm.EV_SELECT)
+    parent = model.parent(model.index_for_event(sel.index))
+    assert model.event_of(parent) == demo_trace.requests[sel.request].event
+
+
+def test_quick_and_text_filters(window, faulty_trace: Trace) -> None:
+    window.set_trace(faulty_trace)
+    events = window.panels["events"]
+    events.set_quick_filter(QUICK_FAULTS, True)
+    shown = [events.model.event_of(events.model.index(r, 0)) for r in range(events.model.rowCount())]
+    assert shown == faulty_trace.fault_events
+    events.set_quick_filter(QUICK_FAULTS, False)
+    events.set_quick_filter(QUICK_COMPRESSIONS, True)
+    shown = [events.model.event_of(events.model.index(r, 0)) for r in range(events.model.rowCount())]
+    assert shown == faulty_trace.compress_events
+    events.set_quick_filter(QUICK_COMPRESSIONS, False)
+    events.set_quick_filter(QUICK_CACHE_MISSES, True)
+    assert events.model.rowCount() > 0
+    assert all(faulty_trace.events[events.model.event_of(events.model.index(r, 0))].kind == tm.EV_REQUEST
+               for r in range(events.model.rowCount()))
+    events.set_quick_filter(QUICK_CACHE_MISSES, False)
+    events.filter_edit.setText("KeyError")
+    events.apply_filter()
+    assert events.model.rowCount() >= 1
+    assert "KeyError" in events.model.data(events.model.index(0, 0))
+    events.filter_edit.setText("")
+    events.apply_filter()
+    assert not events.model.is_flat
+
+
+def test_bookmarks_saved_in_the_trace_file(window, demo_trace: Trace, tmp_path: Path) -> None:
+    trace = build_trace(20, seed=11)
+    window.set_trace(trace)
+    window.cursor.set(9)
+    window.ask_bookmark = lambda k, existing: ("suspicious", "why did the prefix break here?")
+    key(window, Qt.Key.Key_B, Qt.KeyboardModifier.ControlModifier)
+    assert [(m.event, m.label, m.note) for m in trace.marks] == [(9, "suspicious", "why did the prefix break here?")]
+    assert window.modified and window.windowTitle().startswith("*")
+    assert window.panels["bookmarks"].table.rowCount() == 1
+    path = tmp_path / "run.trace.json"
+    window.ask_save_path = lambda suggestion: str(path)
+    assert window.save()
+    assert not window.modified
+    window.set_trace(None)
+    assert window.open_path(str(path))
+    assert [(m.event, m.label, m.note) for m in window.trace.marks] == [(9, "suspicious", "why did the prefix break here?")]
+    assert len(window.trace) == len(trace)
+    # editing and deleting go through the same dialog
+    window.cursor.set(9)
+    window.ask_bookmark = lambda k, existing: "delete"
+    window.bookmark_dialog()
+    assert window.trace.marks == []
+    assert window.save(), "Save writes back to the trace file it came from"
+    from inspector.trace.io import load_trace
+
+    assert load_trace(path).marks == []
+
+
+def test_open_errors_are_shown_not_raised(window, tmp_path: Path) -> None:
+    assert not window.open_path(str(tmp_path / "missing.json"))
+    assert "no such file" in window.message_bar.text()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ this is not json", encoding="utf-8")
+    assert not window.open_path(str(bad))
+    assert "Could not open" in window.message_bar.text()
+    newer = tmp_path / "newer.trace.json"
+    newer.write_text(json.dumps({"format": "context-inspector-trace", "version": 99}), encoding="utf-8")
+    assert not window.open_path(str(newer))
+    assert "newer" in window.message_bar.text()
+    assert window.trace is None
+
+
+def test_drag_and_drop_opens_a_file(window, tmp_path: Path) -> None:
+    from inspector.trace.io import save_trace
+
+    path = tmp_path / "dropped.trace.json"
+    save_trace(build_trace(10, seed=5), path)
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)
+    window.dropEvent(event)
+    for _ in range(5):
+        QApplication.processEvents()
+    assert window.trace is not None and window.source_path == str(path)
+
+
+def test_layout_is_saved_and_restored(make_window, settings, demo_trace: Trace) -> None:
+    first = make_window()
+    first.docks["engine"].close()
+    assert not first.docks["engine"].toggleViewAction().isChecked()
+    first.close()  # saves the layout
+    second = make_window(restore_layout=True)
+    assert not second.docks["engine"].toggleViewAction().isChecked(), "the closed dock stays closed after a restart"
+    assert second.docks["timeline"].toggleViewAction().isChecked()
+    second.reset_layout()
+    QApplication.processEvents()
+    assert second.docks["engine"].toggleViewAction().isChecked(), "Reset layout brings every panel back"
+
+
+def test_recent_files(window, tmp_path: Path) -> None:
+    from inspector.trace.io import save_trace
+
+    path = tmp_path / "recent.trace.json"
+    save_trace(build_trace(5, seed=2), path)
+    assert window.open_path(str(path))
+    assert window._recent()[0] == str(path)
+    window._fill_recent_menu()
+    assert any(a.text() == str(path) for a in window.recent_menu.actions())
+
+
+def test_export_panel_png(window, demo_trace: Trace, tmp_path: Path) -> None:
+    window.set_trace(demo_trace)
+    window.cursor.set(demo_trace.compress_events[0])
+    for name in ("timeline", "cache", "request"):
+        out = tmp_path / f"{name}.png"
+        assert window.export_panel(name, str(out))
+        assert out.stat().st_size > 1000
+    assert not window.export_panel("nope", str(tmp_path / "x.png"))
+
+
+def _tiny_session(tmp_path: Path) -> Path:
+    messages = [{"role": "system", "content": "You are terse."}]
+    for i in range(4):
+        messages.append({"role": "user", "content": f"question {i}: what is in file_{i}.py?"})
+        messages.append({"role": "assistant", "content": f"file_{i}.py defines <b>f{i}</b> & returns {i}."})
+    path = tmp_path / "tiny_session.json"
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    return path
+
+
+def test_open_session_replays_on_a_worker_thread(window, qtbot, tmp_path: Path) -> None:
+    session = _tiny_session(tmp_path)
+    with qtbot.waitSignal(window.replay_runner.finished, timeout=60_000):
+        assert window.open_path(str(session))
+        assert window.replay_runner.running or window.trace is not None
+    assert window.trace is not None and window.trace.turn_count == 4
+    assert window.replay_bar.cancel_button.isEnabled() is False
+
+
+def test_replay_errors_are_shown(window, qtbot, tmp_path: Path) -> None:
+    session = _tiny_session(tmp_path)
+    window.replay_bar.engine_combo.setCurrentText("no-such-engine")
+    with qtbot.waitSignal(window.replay_runner.failed, timeout=60_000):
+        window.open_path(str(session))
+    assert "Replay failed" in window.message_bar.text()
+    assert "no-such-engine" in window.message_bar.text()
+
+
+def test_replay_cancel_never_crashes(window, qtbot, tmp_path: Path) -> None:
+    window.session = __import__("inspector.sessions", fromlist=["load_session"]).load_session(str(_tiny_session(tmp_path)))
+    with qtbot.waitSignals([window.replay_runner.running_changed], timeout=5_000):
+        window.start_replay()
+    window.replay_runner.cancel()
+    qtbot.waitUntil(lambda: not window.replay_runner.running, timeout=60_000)
+    assert window.message_bar.text() or window.trace is not None
+
+
+def _gui_args(**kw) -> argparse.Namespace:
+    base = dict(file=None, engine=[], config=None, plugin_dir=[], screenshot=None, cursor=None, panel=None, size="1200x800")
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def test_run_gui_screenshot_in_process(tmp_path: Path, qapp) -> None:
+    from inspector.trace.io import save_trace
+    from inspector.ui.app import run_gui
+
+    trace_path = tmp_path / "t.trace.json"
+    save_trace(build_trace(30, faults=True, seed=4), trace_path)
+    out = tmp_path / "window.png"
+    assert run_gui(_gui_args(file=str(trace_path), screenshot=str(out), cursor=40)) == 0
+    assert out.stat().st_size > 10_000
+    panel_out = tmp_path / "diff.png"
+    assert run_gui(_gui_args(file=str(trace_path), screenshot=str(panel_out), cursor=40, panel="diff")) == 0
+    assert panel_out.stat().st_size > 1_000
+
+
+def test_cli_screenshot_subprocess(tmp_path: Path) -> None:
+    """The real entry point, headless, as a user on a server would run it."""
+    from inspector.trace.io import save_trace
+
+    trace_path = tmp_path / "t.trace.json"
+    save_trace(build_trace(15, seed=9), trace_path)
+    out = tmp_path / "cli.png"
+    proc = subprocess.run(
+        [sys.executable, "-m", "inspector.cli", str(trace_path), "--screenshot", str(out), "--cursor", "20",
+         "--size", "1000x700"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.exists() and out.stat().st_size > 10_000
