@@ -145,7 +145,10 @@ def build(entry: dict[str, Any], *, source: Source, entry_id: int, line: int | N
             session.meta[key] = entry[key]
     pending: list[dict[str, Any]] = []
     gpt_turns = 0
-    for k, turn in enumerate(entry["conversations"]):
+    conversations = entry.get("conversations")
+    if not isinstance(conversations, list):
+        raise source.error(f"'conversations' is {type(conversations).__name__}, not a list of turns", line=line)
+    for k, turn in enumerate(conversations):
         where = f"line {line} turn {k}" if line is not None else f"turn {k}"
         if not isinstance(turn, dict):
             session.warnings.append(f"{where}: skipped, not an object")

@@ -1,0 +1,60 @@
+"""``context-inspector engines``: every discoverable engine, where it comes from, whether it loads."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+HELP = "List every discoverable context engine with its description, source and whether it loads."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plugin-dir", action="append", default=[], help="extra plugin directory (repeatable)")
+    parser.add_argument("--config", help="config.yaml (Hermes keys + inspector section)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--verbose", "-v", action="store_true", help="show full tracebacks and warnings")
+
+
+def run(args: argparse.Namespace) -> int:
+    from inspector.config import ConfigError, load_config
+    from inspector.engines.discovery import discover_engines
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    infos = discover_engines(config, args.plugin_dir)
+    if args.json:
+        print(json.dumps([i.to_json() for i in infos], indent=2))
+        return 0
+    selected = str(config.get("context", {}).get("engine") or "compressor") if isinstance(config.get("context"), dict) else "compressor"
+    rows = [("", "NAME", "SOURCE", "LOADS", "VERSION", "DESCRIPTION")]
+    for i in infos:
+        mark = "*" if i.name == selected else ""
+        rows.append((mark, i.name, i.source, "yes" if i.loads else "no", i.version or "-", i.description or "-"))
+    widths = [max(len(r[c]) for r in rows) for c in range(5)]
+    for r in rows:
+        print("  ".join(r[c].ljust(widths[c]) for c in range(5)) + "  " + r[5])
+    for i in infos:
+        if i.error:
+            print(f"\n{i.name} ({i.source}, {i.path}) does not load:")
+            text = i.error if args.verbose else _headline(i.error)
+            print("  " + text.replace("\n", "\n  "))
+        if args.verbose and i.warnings:
+            print(f"\n{i.name}: warnings")
+            for w in i.warnings:
+                print("  - " + w.replace("\n", "\n    "))
+    print(f"\n* = selected by context.engine ({selected}); {sum(i.loads for i in infos)}/{len(infos)} load."
+          + ("" if args.verbose else " Use -v for tracebacks."))
+    return 0
+
+
+def _headline(error: str) -> str:
+    """The first line plus the exception line at the end of the traceback."""
+    lines = [ln for ln in error.strip().splitlines() if ln.strip()]
+    if not lines:
+        return error
+    first, last = lines[0], lines[-1]
+    return first if first == last or last in first else f"{first}\n{last}"

@@ -1,0 +1,90 @@
+"""A throw-away HERMES_HOME per replay, so engines never touch the user's real ``~/.hermes``.
+
+Engines read ``config.yaml`` from ``get_hermes_home()`` and some write state there (indexes,
+caches, logs). Each replay gets a temp directory holding the config the user chose; what the
+engine writes is listed in the trace afterwards. Using the real home is possible, but only when
+the caller passes it explicitly, and then only files new or changed since the start are listed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CONFIG_NAME = "config.yaml"
+
+
+@dataclass
+class Sandbox:
+    path: Path
+    temporary: bool
+    baseline: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / CONFIG_NAME
+
+    def cleanup(self) -> None:
+        """Delete a temporary sandbox; a real home given by the user is never deleted."""
+        if self.temporary:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
+def create_sandbox(config: dict[str, Any], *, real_home: str | Path | None = None, prefix: str = "ci-hermes-home-") -> Sandbox:
+    """A temp HERMES_HOME with ``config.yaml`` = ``config``; or ``real_home`` when asked for."""
+    if real_home is not None:
+        path = Path(real_home).expanduser()
+        path.mkdir(parents=True, exist_ok=True)
+        return Sandbox(path=path, temporary=False, baseline=_snapshot(path))
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(path, 0o700)  # the config may hold an API key
+    text = yaml.safe_dump(_plain(config), sort_keys=False, allow_unicode=True)
+    (path / CONFIG_NAME).write_text(text, encoding="utf-8")
+    return Sandbox(path=path, temporary=True, baseline=_snapshot(path))
+
+
+def list_written_files(sandbox: Sandbox) -> list[tuple[str, int]]:
+    """Files created or changed since the sandbox was made: ``(relative path, size)``, sorted."""
+    out = []
+    for rel, (size, mtime) in sorted(_snapshot(sandbox.path).items()):
+        if sandbox.baseline.get(rel) != (size, mtime):
+            out.append((rel, size))
+    return out
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    found: dict[str, tuple[int, int]] = {}
+    if not root.is_dir():
+        return found
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            p = Path(dirpath) / name
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            found[p.relative_to(root).as_posix()] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+def _plain(value: Any) -> Any:
+    """Only YAML-safe types reach ``safe_dump`` (tuples → lists, other objects → str)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)

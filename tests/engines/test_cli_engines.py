@@ -1,0 +1,34 @@
+"""``context-inspector engines`` and ``doctor`` through the real dispatcher."""
+
+from __future__ import annotations
+
+import json
+
+from inspector.cli import main
+
+from .conftest import BASIC, GENERAL
+
+
+def test_engines_table(capsys):
+    assert main(["engines", "--plugin-dir", str(BASIC), "--plugin-dir", str(GENERAL)]) == 0
+    out = capsys.readouterr().out
+    assert "fixture_simple" in out and "directory" in out and "general-plugin" in out
+    assert "fixture_broken (directory" in out and "does not load" in out
+
+
+def test_engines_json(capsys):
+    assert main(["engines", "--plugin-dir", str(BASIC), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    by_name = {d["name"]: d for d in data}
+    assert by_name["compressor"]["source"] == "built-in"
+    assert by_name["fixture_broken"]["loads"] is False and "Traceback" in by_name["fixture_broken"]["error"]
+
+
+def test_doctor_exit_codes(capsys):
+    assert main(["doctor", "fixture_simple", "--plugin-dir", str(BASIC)]) == 0
+    assert "PASS" in capsys.readouterr().out
+    assert main(["doctor", "fixture_orphans", "--plugin-dir", str(BASIC), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["failed"] and any("orphan" in f["message"] for f in data["findings"])
+    assert main(["doctor", "nope", "--plugin-dir", str(BASIC)]) == 1
+    assert "Available engines" in capsys.readouterr().out

@@ -1,0 +1,115 @@
+"""The engine doctor: one finding per broken behaviour, never a crash or a hang."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from inspector.engines.doctor import run_doctor
+from inspector.engines.doctor_static import validate_messages
+
+from .conftest import BASIC, GENERAL, needs_compressor
+
+DIRS = [str(BASIC), str(GENERAL)]
+
+
+def _doctor(name, config, timeout=5.0):
+    return run_doctor(name, config, DIRS, timeout=timeout, include_project=False, include_entry_points=False)
+
+
+def _has(report, status, check_prefix, text=""):
+    return any(f.status == status and f.check.startswith(check_prefix) and text in f.message for f in report.findings)
+
+
+def test_healthy_engine_passes(config):
+    report = _doctor("fixture_simple", config)
+    assert not report.failed, [f.to_json() for f in report.findings if f.status == "fail"]
+    for check in ("load", "imports", "deepcopy", "abc", "hook:compress", "validate:compress", "thread:pool", "thread:concurrent", "tokens"):
+        assert _has(report, "pass", check), check
+    assert _has(report, "pass", "imports", "agent.context_engine")
+
+
+@needs_compressor
+def test_builtin_and_subclass_of_builtin(config):
+    assert not _doctor("compressor", config).failed
+    report = _doctor("fixture_compressor_sub", config)
+    assert not report.failed, [f.to_json() for f in report.findings if f.status == "fail"]
+    assert _has(report, "pass", "hook:compress")
+
+
+def test_orphan_tool_results_fail(config):
+    report = _doctor("fixture_orphans", config)
+    assert report.failed
+    assert _has(report, "fail", "validate:compress", "orphan tool result")
+
+
+def test_load_failure_is_a_finding_with_traceback(config):
+    report = _doctor("fixture_broken", config)
+    (finding,) = report.findings
+    assert finding.status == "fail" and "fixture_broken" in finding.message
+    assert "Traceback" in finding.details and "Available engines" in finding.details
+
+
+def test_missing_host_modules(config):
+    report = _doctor("fixture_missing_host", config)
+    assert _has(report, "warn", "imports", "get_text_auxiliary_client")  # guarded by try/except
+    assert _has(report, "warn", "imports", "agent.memory_manager")  # inside a function
+
+
+def test_deepcopy_failure_of_general_plugin(config):
+    report = _doctor("fixture_nocopy", config)
+    assert _has(report, "fail", "deepcopy", "Hermes deep-copies general-plugin engines")
+
+
+def test_general_plugin_with_hooks_and_llm_extra_keywords(config):
+    assert not _doctor("fixture_general", config).failed
+    report = _doctor("fixture_llm", config)
+    assert not report.failed
+    assert _has(report, "pass", "aux", "called call_llm")
+
+
+def test_register_with_unsupported_ctx_method_is_explained(config):
+    report = _doctor("fixture_ctx_methods", config)
+    assert _has(report, "warn", "load", "register_skill")
+
+
+def test_hung_hook_times_out(config):
+    start = time.perf_counter()
+    report = _doctor("fixture_hang", config, timeout=0.3)
+    assert time.perf_counter() - start < 2.5
+    assert _has(report, "fail", "hook:select_context", "did not return within the timeout")
+
+
+def test_thread_unsafe_shared_instance_crosses(config):
+    report = _doctor("fixture_thread_unsafe", config)
+    assert _has(report, "fail", "thread:concurrent", "results crossed")
+
+
+def test_sloppy_engine_findings(config):
+    report = _doctor("fixture_sloppy", config)
+    assert _has(report, "fail", "tokens", "last_prompt_tokens")
+    assert _has(report, "fail", "validate:select_context", "not a non-empty list of dicts")
+    assert _has(report, "warn", "mutation:compress")
+    assert _has(report, "fail", "validate:compress", "mid-list")
+    assert _has(report, "fail", "validate:compress", "never answered")
+    assert _has(report, "warn", "validate:compress", "consecutive user")
+
+
+@pytest.mark.parametrize(
+    "messages, expected",
+    [
+        ([{"role": "user", "content": "a"}], []),
+        ([], ["empty list"]),
+        ("x", ["not a list"]),
+        ([{"role": "robot", "content": "a"}], ["role 'robot'"]),
+        ([{"role": "user", "content": "a"}, {"role": "tool", "tool_call_id": "z", "content": "r"}], ["orphan"]),
+        ([{"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function"}]},
+          {"role": "user", "content": "q"}], ["no tool result before [1]"]),
+    ],
+)
+def test_validate_messages(messages, expected):
+    problems = [text for _, text in validate_messages(messages)]
+    assert len(problems) == len(expected)
+    for text, fragment in zip(problems, expected):
+        assert fragment in text

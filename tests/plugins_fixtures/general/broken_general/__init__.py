@@ -1,0 +1,2 @@
+def register(ctx):
+    raise RuntimeError("broken_general cannot register")
