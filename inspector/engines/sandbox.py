@@ -42,7 +42,7 @@ class Sandbox:
         self.cleanup()
 
 
-def create_sandbox(config: dict[str, Any], *, real_home: str | Path | None = None, prefix: str = "ci-hermes-home-") -> Sandbox:
+def create_sandbox(config: dict[str, Any], *, real_home: str | Path | None = None, prefix: str = "context-inspector-home-") -> Sandbox:
     """A temp HERMES_HOME with ``config.yaml`` = ``config``; or ``real_home`` when asked for."""
     if real_home is not None:
         path = Path(real_home).expanduser()

@@ -49,7 +49,12 @@ def run_engines(session: Any, names: list[str], config: dict, plugin_dirs: list[
     traces = []
     for name in names:
         loaded = load_engine(name, config, plugin_dirs=plugin_dirs)
-        traces.append(replay(session, loaded, config, progress=_progress(name, quiet), label=name))
+        try:
+            traces.append(replay(session, loaded, config, progress=_progress(name, quiet), label=name))
+        finally:
+            close = getattr(loaded, "close", None)
+            if callable(close):
+                close()  # the sandbox HERMES_HOME; its files are listed in the trace
     return traces
 
 

@@ -8,6 +8,7 @@ the original agent compacted.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import threading
@@ -121,6 +122,31 @@ def play_session_turn(
     return marker_pos
 
 
+def _activated(loaded: Any) -> contextlib.AbstractContextManager:
+    """The engine's sandbox HERMES_HOME, config and plugin manager, for this thread's context."""
+    activate = getattr(loaded, "activate", None)
+    return activate() if callable(activate) else contextlib.nullcontext()
+
+
+def _play_all(host: Host, session: Session, progress: ProgressFn | None, cancel: threading.Event | None) -> bool:
+    """Every turn of the session through the host; True when the user cancelled."""
+    if not host.start():
+        return False
+    total = len(session.turns)
+    markers = sorted(session.compactions, key=lambda c: c.message_index)
+    marker_pos = 0
+    calls_by_index = {c.message_index: c for c in session.api_calls}
+    for n, turn in enumerate(session.turns):
+        if cancel is not None and cancel.is_set():
+            host.trace.add_event(Event(index=0, kind=EV_NOTE, turn=host.turn, t=host._now(),
+                                       note="replay cancelled by the user"))
+            return True
+        marker_pos = play_session_turn(host, session, turn, calls_by_index, markers, marker_pos)
+        if progress is not None:
+            progress(n + 1, total)
+    return False
+
+
 def _pin_summary_date(engine: Any, session: Session) -> None:
     """Summaries carry "today's" date; pin it to the session's so a replay is reproducible."""
     if not hasattr(engine, "_now") or getattr(engine, "_now", None) is not None:
@@ -182,30 +208,17 @@ def replay(
     )
     _pin_summary_date(engine, session)
     started = time.perf_counter()
-    ok = host.start()
-    total = len(session.turns)
-    markers = sorted(session.compactions, key=lambda c: c.message_index)
-    marker_pos = 0
-    cancelled = False
-    calls_by_index = {c.message_index: c for c in session.api_calls}
-    if ok:
-        for n, turn in enumerate(session.turns):
-            if cancel is not None and cancel.is_set():
-                cancelled = True
-                break
-            marker_pos = play_session_turn(host, session, turn, calls_by_index, markers, marker_pos)
-            if progress is not None:
-                progress(n + 1, total)
-    if cancelled:
-        trace.add_event(Event(index=0, kind=EV_NOTE, turn=host.turn, t=host._now(), note="replay cancelled by the user"))
-    trace = host.end()
+    with _activated(loaded):
+        cancelled = _play_all(host, session, progress, cancel)
+        trace = host.end()
     trace.meta["host_seconds"] = round(time.perf_counter() - started, 4)
-    files = getattr(loaded, "written_files", None)
-    if callable(files):
+    if sandbox is not None:
+        from inspector.engines.sandbox import list_written_files
+
         try:
-            trace.meta["engine_files"] = [list(f) for f in files()]
-        except Exception:
-            pass
+            trace.meta["engine_files"] = [list(f) for f in list_written_files(sandbox)]
+        except Exception as exc:
+            trace.meta["engine_files_error"] = str(exc)
     trace.finish()
     if cancelled:
         raise ReplayCancelled(trace)
