@@ -1,16 +1,17 @@
 """Fixtures for the engine plugins: the Hermes modules they import, and Hermes-style loading.
 
-Until the compatibility layer is wired into every test session, ``agent.context_engine`` is
-mapped onto our own contract here (only when nothing else provides it), and
-``agent.auxiliary_client.call_llm`` raises the "no provider" error Hermes raises offline, so
-the engines take their deterministic fallback path.
+The compatibility layer provides ``agent.*`` and ``hermes_constants`` (Hermes' own modules win
+when installed); with no auxiliary endpoint configured, ``call_llm`` raises Hermes' "no
+provider" error, so the engines take their deterministic fallback path.
 """
 
 from __future__ import annotations
 
-import importlib
+import atexit
 import importlib.util
+import shutil
 import sys
+import tempfile
 import types
 from pathlib import Path
 
@@ -20,31 +21,17 @@ ROOT = Path(__file__).resolve().parents[2]
 PLUGIN_ROOT = ROOT / "plugins" / "context_engine"
 
 
-def _ensure_hermes_modules() -> None:
-    try:
-        importlib.import_module("agent.context_engine")
-    except ImportError:
-        from inspector.engines import contract
+def _install_host_modules() -> None:
+    """The inspector's stand-ins for Hermes' modules, homed in a throwaway HERMES_HOME."""
+    from inspector.config import load_config
+    from inspector.engines.compat import install_compat
 
-        agent = sys.modules.get("agent") or types.ModuleType("agent")
-        agent.__path__ = []  # type: ignore[attr-defined]
-        sys.modules["agent"] = agent
-        sys.modules["agent.context_engine"] = contract
-        agent.context_engine = contract  # type: ignore[attr-defined]
-    try:
-        importlib.import_module("agent.auxiliary_client")
-    except ImportError:
-        aux = types.ModuleType("agent.auxiliary_client")
-
-        def call_llm(task=None, **kwargs):  # noqa: ANN001, ANN003 - mirrors Hermes' signature
-            raise RuntimeError("No LLM provider configured")
-
-        aux.call_llm = call_llm  # type: ignore[attr-defined]
-        sys.modules["agent.auxiliary_client"] = aux
-        sys.modules["agent"].auxiliary_client = aux  # type: ignore[attr-defined]
+    home = tempfile.mkdtemp(prefix="context-inspector-test-home-")
+    atexit.register(shutil.rmtree, home, True)
+    install_compat(load_config(None), home)
 
 
-_ensure_hermes_modules()
+_install_host_modules()
 
 
 def load_plugin(name: str) -> types.ModuleType:
