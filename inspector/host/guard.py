@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import ctypes
+import itertools
 import queue
 import threading
 import time
@@ -49,49 +50,72 @@ def exception_fault(exc: BaseException, kind: str = "exception") -> Fault:
 
 
 class Watchdog:
-    """One long-lived thread that interrupts inline hook calls past their deadline."""
+    """One long-lived thread that interrupts inline hook calls past their deadline.
+
+    Arming and disarming happen around every inline hook (tens of thousands per replay), so
+    they take no lock: each thread writes its own slot, ``(deadline, token)``, with one dict
+    store, and clears it with one dict pop. Only firing takes the lock, and a disarming thread
+    takes it only when something has fired, so the common path costs two dict operations.
+
+    Ordering that keeps an interrupt out of host code: the watchdog records ``fired[tid] =
+    token`` *before* it re-checks that the slot still holds that token, and fires only if it
+    does; a disarming thread pops its slot *before* it looks at ``fired``. Whichever runs
+    first, either the watchdog sees the slot gone and stands down, or the disarming thread sees
+    the record, waits on the lock for the shot to land and clears any pending exception.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._active: dict[int, float] = {}  # thread id -> deadline (monotonic)
-        self._fired: set[int] = set()
+        self._active: dict[int, tuple[float, int]] = {}  # thread id -> (deadline (monotonic), token)
+        self._fired: dict[int, int] = {}  # thread id -> token of the arming that was interrupted
+        self._tokens = itertools.count(1)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
 
     def _ensure_thread(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._run, name="inspector-watchdog", daemon=True)
-            self._thread.start()
+        with self._lock:
+            if self._thread is None:
+                self._stop.clear()
+                self._thread = threading.Thread(target=self._run, name="inspector-watchdog", daemon=True)
+                self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            now = time.monotonic()
+        try:
+            while not self._stop.wait(0.05):
+                now = time.monotonic()
+                late = [(tid, entry) for tid, entry in self._active.copy().items() if now >= entry[0]]
+                for tid, entry in late:
+                    with self._lock:
+                        if self._fired.get(tid) == entry[1]:
+                            continue
+                        self._fired[tid] = entry[1]
+                        if self._active.get(tid) is not entry:
+                            del self._fired[tid]  # disarmed meanwhile: stand down
+                            continue
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(HookTimeout))
+        finally:
             with self._lock:
-                late = [tid for tid, deadline in self._active.items() if now >= deadline and tid not in self._fired]
-                for tid in late:
-                    self._fired.add(tid)
-            for tid in late:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(HookTimeout))
+                self._thread = None
 
     def arm(self, timeout: float) -> None:
-        with self._lock:
-            self._active[threading.get_ident()] = time.monotonic() + timeout
-            self._fired.discard(threading.get_ident())
-        self._ensure_thread()
+        self._active[threading.get_ident()] = (time.monotonic() + timeout, next(self._tokens))
+        if self._thread is None:
+            self._ensure_thread()
 
     def disarm(self) -> bool:
-        """Stop watching this thread; True if the watchdog fired for it."""
+        """Stop watching this thread; True if the watchdog fired for this arming."""
         tid = threading.get_ident()
+        entry = self._active.pop(tid, None)
+        if not self._fired:
+            return False
         with self._lock:
-            self._active.pop(tid, None)
-            fired = tid in self._fired
-            self._fired.discard(tid)
-        if fired:
-            # The async exception may still be pending if it fired just as the hook returned;
-            # clear it so it cannot surface in host code.
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
-        return fired
+            token = self._fired.pop(tid, None)
+        if token is None:
+            return False
+        # The async exception may still be pending if it fired just as the hook returned;
+        # clear it so it cannot surface in host code.
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
+        return entry is None or entry[1] == token
 
 
 _WATCHDOG = Watchdog()
@@ -116,6 +140,8 @@ def call_inline(fn: Callable[..., Any], *args: Any, timeout: float | None = None
             )
         return CallOutcome(value=value, duration=time.perf_counter() - start, thread=threading.current_thread().name)
     except HookTimeout:
+        if armed:
+            _WATCHDOG.disarm()  # the interrupt landed before the finally clause could disarm
         return CallOutcome(
             fault=Fault("timeout", f"hook ran past {timeout:g} s and was interrupted"),
             duration=time.perf_counter() - start,

@@ -30,7 +30,6 @@ from inspector.host.shaping import (
 )
 from inspector.sessions.model import Usage
 from inspector.tokens.rough import (
-    estimate_messages_tokens_rough,
     estimate_request_tokens_rough,
     estimate_tools_tokens_rough,
     message_rough_chars,
@@ -64,6 +63,9 @@ from inspector.trace.model import (
 )
 
 _STATE_GETTER = operator.attrgetter(*STATE_FIELDS)
+_INT_ONLY = frozenset({int})
+# Leaf types _jsonable returns unchanged: a dict of only these (with str keys) is copied as is.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 SUMMARY_PREFIXES = ("[CONTEXT COMPACTION", "[CONTEXT SUMMARY]", "[PRIOR CONTEXT")
 CONTINUE_MARKER = (
     "Continue from the compressed conversation context above. "
@@ -106,6 +108,42 @@ def _clone(value: Any) -> Any:
     if isinstance(value, list):
         return [_clone(v) for v in value]
     return value
+
+
+def _snapshot(value: Any, memo: dict[int, Any] | None = None) -> Any:
+    """``copy.deepcopy`` of a transcript, with the JSON containers copied directly.
+
+    Same result as ``copy.deepcopy`` (new dicts and lists, shared immutable leaves, aliasing
+    preserved through the shared memo); anything that is not a plain dict, list or scalar is
+    handed to ``copy.deepcopy`` itself. It skips deepcopy's per-object dispatch, which is most
+    of the cost of copying a long history before every compression.
+    """
+    if memo is None:
+        memo = {}
+    t = type(value)
+    if t in _SCALARS:
+        return value
+    if t is dict:
+        done = memo.get(id(value))
+        if done is not None:
+            return done
+        out: dict[Any, Any] = {}
+        memo[id(value)] = out
+        for k, v in value.items():
+            if type(k) not in _SCALARS:
+                k = copy.deepcopy(k, memo)
+            out[k] = v if type(v) in _SCALARS else _snapshot(v, memo)
+        return out
+    if t is list:
+        done = memo.get(id(value))
+        if done is not None:
+            return done
+        items: list[Any] = []
+        memo[id(value)] = items
+        for v in value:
+            items.append(v if type(v) in _SCALARS else _snapshot(v, memo))
+        return items
+    return copy.deepcopy(value, memo)
 
 
 def _as_int(value: Any) -> int:
@@ -204,7 +242,8 @@ class SessionClock:
 class _Assembly:
     """The request forms of one history list, with running token sums."""
 
-    __slots__ = ("history", "n", "shaped", "wire", "keys", "tiks", "chars", "images", "tik", "raw_chars", "raw_images")
+    __slots__ = ("history", "n", "shaped", "wire", "keys", "tiks", "roles", "chars", "images", "tik", "raw_chars",
+                 "raw_images")
 
     def __init__(self, history: list[dict[str, Any]]) -> None:
         self.history = history
@@ -213,12 +252,14 @@ class _Assembly:
         self.wire: list[dict] = []
         self.keys: list[str] = []
         self.tiks: list[int] = []
+        self.roles: list[str] = []  # for the cache simulator's reasons, kept so a request costs no lookups
         self.chars = self.images = self.tik = self.raw_chars = self.raw_images = 0
 
     def add(self, shaped: dict, wire: dict, key: str, tokens: dict[str, int], raw_chars: int, raw_images: int) -> None:
         self.shaped.append(shaped)
         self.wire.append(wire)
         self.keys.append(key)
+        self.roles.append(wire.get("role", "?"))
         self.tiks.append(tokens["tiktoken"])
         self.chars += tokens["rough_chars"]
         self.images += tokens["images"]
@@ -267,8 +308,13 @@ class Host:
         self._t0 = time.perf_counter()
         self._status_prev: dict[str, Any] | None = None
         self._status_failed = False
-        self._form_cache: dict[int, tuple[dict, dict, dict, str]] = {}
+        # id(message) -> (message, shaped, wire, key, raw rough chars, raw images)
+        self._form_cache: dict[int, tuple[dict, dict, dict, str, int, int]] = {}
         self._asm: _Assembly | None = None
+        # id(message) -> (message, rough chars, images) for history rows not yet assembled
+        self._rough_cache: dict[int, tuple[dict, int, int]] = {}
+        # id(copy) -> (copy, original) for the top-level messages of the last compress snapshot
+        self._snapshot_of: dict[int, tuple[dict, dict]] = {}
         self._write_1h = 0
         self._system_key: str | None = None
         self._system_forms: tuple[dict, dict, str] | None = None
@@ -303,7 +349,7 @@ class Host:
             values = _STATE_GETTER(self.engine)
         except Exception:
             return tuple(_as_int(getattr(self.engine, name, 0)) for name in STATE_FIELDS)
-        if all(type(v) is int for v in values):
+        if _INT_ONLY.issuperset(map(type, values)):
             return values
         return tuple(_as_int(v) for v in values)
 
@@ -321,7 +367,10 @@ class Host:
             status = {"value": _jsonable(status)}
         if status == self._status_prev:
             return self._status_prev
-        self._status_prev = _jsonable(status)
+        if _SCALARS.issuperset(map(type, status.values())) and all(type(k) is str for k in status):
+            self._status_prev = dict(status)  # what _jsonable gives for a flat dict, without the recursion
+        else:
+            self._status_prev = _jsonable(status)
         return self._status_prev
 
     def _add(self, event: Event) -> Event:
@@ -390,26 +439,67 @@ class Host:
         ev.result = _jsonable(out.value) if out.ok else None
 
     # -- per-message forms, cached per history object ------------------------------------
-    def _forms(self, message: dict[str, Any]) -> tuple[dict, dict, str]:
+    def _forms(self, message: dict[str, Any]) -> tuple[dict, dict, str, int, int]:
+        """(shaped, wire, key, raw rough chars, raw images) of a history message, computed once.
+
+        The raw figures are Hermes' rough estimate of the message as it sits in the history
+        (``str(message)``); when shaping and sanitising changed nothing they equal the wire
+        form's, so the repr is taken once.
+        """
         entry = self._form_cache.get(id(message))
         if entry is not None and entry[0] is message:
-            return entry[1], entry[2], entry[3]
+            return entry[1], entry[2], entry[3], entry[4], entry[5]
+        copied = self._snapshot_of.get(id(message))
+        if copied is not None and copied[0] is message:
+            # A message of a compress result that is still an unchanged copy of a history
+            # message: its forms are the original's (equal dicts give equal forms).
+            original = self._form_cache.get(id(copied[1]))
+            if original is not None and original[0] is copied[1] and message == copied[1]:
+                entry = (message, *original[1:])
+                self._form_cache[id(message)] = entry
+                return entry[1], entry[2], entry[3], entry[4], entry[5]
         shaped = shape_message(message)
         wire = sanitize_message(shaped)
         key = self.store.put(wire)
-        self._count(key, wire)
-        self._form_cache[id(message)] = (message, shaped, wire, key)
-        return shaped, wire, key
+        figures = self._count(key, wire)
+        if len(wire) == len(message) and all(a is b and wire[a] is message[b] for a, b in zip(wire, message)):
+            raw_chars, raw_images = figures["rough_chars"], figures["images"]
+        else:
+            raw_chars, raw_images = self._raw_rough(message)
+        self._form_cache[id(message)] = (message, shaped, wire, key, raw_chars, raw_images)
+        return shaped, wire, key, raw_chars, raw_images
 
-    def _count(self, key: str, wire: dict[str, Any]) -> None:
-        if key in self.store.tokens:
-            return
-        chars, images = message_rough_chars(wire)
-        self.store.tokens[key] = {
-            "tiktoken": self.counter.count_message(wire, key=key),
-            "rough_chars": chars,
-            "images": images,
-        }
+    def _raw_rough(self, message: dict[str, Any]) -> tuple[int, int]:
+        """``message_rough_chars`` of a history message, computed once per message object."""
+        entry = self._form_cache.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[4], entry[5]
+        cached = self._rough_cache.get(id(message))
+        if cached is not None and cached[0] is message:
+            return cached[1], cached[2]
+        chars, images = message_rough_chars(message)
+        self._rough_cache[id(message)] = (message, chars, images)
+        return chars, images
+
+    def _rough_tail(self, start: int) -> int:
+        """``estimate_messages_tokens_rough(self.history[start:])`` from per-message figures."""
+        chars = images = 0
+        for msg in self.history[start:]:
+            c, i = self._raw_rough(msg)
+            chars += c
+            images += i
+        return rough_from_chars(chars, images)
+
+    def _count(self, key: str, wire: dict[str, Any]) -> dict[str, int]:
+        figures = self.store.tokens.get(key)
+        if figures is None:
+            chars, images = message_rough_chars(wire)
+            figures = self.store.tokens[key] = {
+                "tiktoken": self.counter.count_message(wire, key=key),
+                "rough_chars": chars,
+                "images": images,
+            }
+        return figures
 
     def _system(self) -> tuple[dict, dict, str] | None:
         if self.system_message is None:
@@ -648,10 +738,10 @@ class Host:
                 asm.add(system[0], system[1], system[2], self.store.tokens[system[2]], 0, 0)
             asm.n = 0
             self._asm = asm
+        tokens = self.store.tokens
         for msg in history[asm.n:]:
-            shaped, wire, key = self._forms(msg)
-            raw_chars, raw_images = message_rough_chars(msg)
-            asm.add(shaped, wire, key, self.store.tokens[key], raw_chars, raw_images)
+            shaped, wire, key, raw_chars, raw_images = self._forms(msg)
+            asm.add(shaped, wire, key, tokens[key], raw_chars, raw_images)
         asm.n = len(history)
         return asm
 
@@ -727,7 +817,7 @@ class Host:
             real, length = self._anchor
             if length <= len(self.history):
                 # [M] usage anchor: the last real prompt plus what was appended since.
-                rough = real + estimate_messages_tokens_rough(self.history[length:])
+                rough = real + self._rough_tail(length)
         return rough, tik + self._tools_tokens + 3
 
     def _request_cycle(self, responder: Responder) -> ProviderResponse | None:
@@ -805,14 +895,17 @@ class Host:
     ) -> ProviderResponse:
         req_index = len(self.trace.requests)
         assistant = response.message
-        a_key = self.store.put(sanitize_message(shape_message(assistant)))
-        self._count(a_key, self.store.get(a_key))
+        # Through the per-message cache: the assistant joins the history next, already shaped.
+        a_key = self._forms(assistant)[2]
         completion = self.store.tokens[a_key]["tiktoken"]
         if by_engine:
-            block_tokens = [self.store.tokens[k]["tiktoken"] for k in sel_keys]
+            tokens, messages = self.store.tokens, self.store.messages
+            block_tokens = [tokens[k]["tiktoken"] for k in sel_keys]
+            roles = [messages[k].get("role", "?") for k in sel_keys]
         else:
-            block_tokens = list(self._assembly().tiks)
-        cache = self._simulate(sel_keys, block_tokens, response.timestamp, completion)
+            asm = self._assembly()
+            block_tokens, roles = asm.tiks, asm.roles
+        cache = self._simulate(sel_keys, block_tokens, response.timestamp, completion, roles)
         if response.usage is not None:
             usage = response.usage
         else:
@@ -883,6 +976,7 @@ class Host:
             if len(before) != len(self.history) or any(a != b for a, b in zip(before, self.history)):
                 ev.fault = ev.fault or Fault("mutated_input", "handle_tool_call mutated the live transcript it was given")
                 self._form_cache.clear()
+                self._rough_cache.clear()
                 self._asm = None
             ev.result = {"$msg": self.store.put({"role": "tool", "tool_call_id": call.get("id"), "content": result})}
             out[str(call.get("id"))] = result
@@ -898,7 +992,7 @@ class Host:
         last = _as_int(getattr(e, "last_prompt_tokens", 0))
         if self._anchor is not None:
             real, length = self._anchor
-            t = real + estimate_messages_tokens_rough(self.history[length:])
+            t = real + self._rough_tail(length)
         elif last > 0:
             t = last
         elif last == -1:
@@ -950,7 +1044,8 @@ class Host:
         kwargs = supported_compress_kwargs(e.compress, candidates)
         before = self.history
         try:
-            snapshot = copy.deepcopy(before)
+            snapshot = _snapshot(before)
+            self._snapshot_of = {id(c): (c, o) for c, o in zip(snapshot, before) if type(c) is dict}
         except Exception as exc:
             self.fault("host_error", f"could not deep-copy the transcript for compress: {exc}")
             return False
@@ -1076,19 +1171,19 @@ class Host:
 
     # -- cache ------------------------------------------------------------------------------
     def _simulate(self, sel_keys: list[str], block_tokens: list[int], timestamp: float | None,
-                  completion: int) -> CacheInfo:
+                  completion: int, roles: list[str]) -> CacheInfo:
         # block_tokens stays empty: it is derivable from the selected list and per-key counts.
         info = CacheInfo(uncached=sum(block_tokens) + self._tools_tokens,
                          reason_kind="disabled", reason="no cache simulator")
         if self.simulator is None:
             return info
-        messages = self.store.messages
-        has_system = bool(sel_keys) and messages[sel_keys[0]].get("role") == "system"
+        has_system = bool(roles) and roles[0] == "system"
         try:
+            # The simulator copies what it keeps, so the host's own lists are passed as they are.
             res = self.simulator.simulate(
-                block_keys=list(sel_keys), block_tokens=block_tokens, tools_key=self._tools_key,
+                block_keys=sel_keys, block_tokens=block_tokens, tools_key=self._tools_key,
                 tools_tokens=self._tools_tokens, timestamp=timestamp, has_system=has_system,
-                block_roles=[messages[k].get("role", "?") for k in sel_keys],
+                block_roles=roles,
             )
         except Exception as exc:
             info.reason = f"cache simulator failed: {exc}"

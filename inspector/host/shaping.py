@@ -26,11 +26,15 @@ def shape_message(message: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# Built once: json.dumps with arguments constructs a new encoder on every call.
+_ARGS_ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
 def _canonical_arguments(arguments: Any) -> Any:
     if not isinstance(arguments, str):
         return arguments
     try:
-        return json.dumps(json.loads(arguments), separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+        return _ARGS_ENCODER.encode(json.loads(arguments))
     except (ValueError, TypeError):
         return arguments
 

@@ -47,9 +47,13 @@ def available_tokenizers() -> dict[str, str | None]:
     return out
 
 
+# Built once (json.dumps with arguments makes a new encoder per call); stateless, thread-safe.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def content_hash(obj: Any) -> str:
     """Stable hash of a JSON-able value (sorted keys), used when the caller gives no key."""
-    canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    canonical = _CANONICAL.encode(obj)
     return hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 

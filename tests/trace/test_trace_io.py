@@ -273,11 +273,18 @@ def _corrupt_cases(tmp_path: Path) -> dict[str, bytes]:
     cases["unknown key in list"] = mutated(lambda d: d["lists"][0].append("0" * 20))
     cases["list refers forward"] = mutated(lambda d: d["lists"].__setitem__(0, [5, 0, 3]))
     cases["copy out of range"] = mutated(lambda d: d["lists"][1].extend([0, 999]))
-    cases["event without kind"] = mutated(lambda d: d["events"][0].pop("kind"))
-    cases["event request out of range"] = mutated(lambda d: d["events"][0].__setitem__("request", 99))
-    cases["request list missing"] = mutated(lambda d: d["requests"][0].__setitem__("selected", 10**6))
-    cases["request missing field"] = mutated(lambda d: d["requests"][0].pop("turn"))
-    cases["fault without message"] = mutated(lambda d: d["events"][-1]["fault"].pop("message"))
+    # Events and requests are columns: one array per field, sparse maps keyed by position.
+    cases["event without kind"] = mutated(lambda d: d["events"]["kind"].__setitem__(0, 99))
+    cases["event kinds cut short"] = mutated(lambda d: d["events"]["kind"].pop())
+    cases["event request out of range"] = mutated(lambda d: d["events"]["request"].__setitem__(0, 99))
+    cases["request list missing"] = mutated(lambda d: d["requests"]["selected"].__setitem__(0, 10**6))
+    cases["request missing field"] = mutated(lambda d: d["requests"].pop("turn"))
+    cases["fault without message"] = mutated(
+        lambda d: d["events"]["fault"][str(d["events"]["count"] - 1)].pop("message")
+    )
+    cases["unknown message index"] = mutated(lambda d: d["lists"][0].append(-(10**6)))
+    cases["unknown shape"] = mutated(lambda d: d["events"]["args"].__setitem__(0, [999, 1]))
+    cases["state delta without base"] = mutated(lambda d: d["events"]["state"].__setitem__(1, [1, 5]))
     cases["mark without event"] = mutated(lambda d: d["marks"][0].pop("event"))
     cases["messages not a dict"] = mutated(lambda d: d.__setitem__("messages", []))
     cases["events not a list"] = mutated(lambda d: d.__setitem__("events", 5))
@@ -456,3 +463,114 @@ def test_bundle_errors(tmp_path: Path):
     empty = tmp_path / "e.json"
     save_bundle([], empty)
     assert load_bundle(empty) == ([], {})
+
+
+# -- the columnar encoding: every field, every escape hatch ---------------------------------
+
+
+def _tricky_trace() -> Trace:
+    """Values each column codec must carry exactly, including the ones it cannot compress."""
+    trace = Trace({"engine": {"name": "tricky"}})
+    store = trace.store
+    text = "a long user message that is repeated with and without its timestamp " * 2
+    wire = store.put({"role": "user", "content": text})
+    raw = store.put({"role": "user", "content": text, "timestamp": 1700000000.25})
+    reordered = store.put({"content": text, "role": "user"})  # same key as ``wire``: key order ignored
+    assert reordered == wire
+    renamed = store.put({"role": "assistant", "content": text, "name": "x"})
+    store.messages["0" * 20] = ["not", "a", "dict"]  # a damaged store still saves
+    answer = store.put({"role": "assistant", "content": "done", "tool_calls": [{"id": "c1"}]})
+    a = store.put_list([wire, answer])
+    b = store.put_list([raw, renamed, answer])
+    usage = {"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127, "input_tokens": 20,
+             "output_tokens": 7, "cache_read_tokens": 90, "cache_write_tokens": 10, "reasoning_tokens": 1}
+    odd_usage = dict(usage, total_tokens=5)  # not derivable: kept literally
+    reasons = ["hit: read 1,457 of 1,798 tokens (messages 0–3), wrote 341",
+               "prefix broke at message 1 of 109 (was 'user' key cf0ec4d0…); read 0 of 22,358 tokens",
+               "odd 007 and 1,00 and 12,3456 and 3.14 \x00 control", "", "no numbers"]
+    for i, reason in enumerate(reasons):
+        trace.requests.append(Request(
+            index=i, turn=i // 2, call=i % 2, event=3 * i + 1, assembled=a, selected=b if i % 2 else a,
+            selected_by_engine=bool(i % 2), tools=a if i == 2 else None,
+            tokens={"tiktoken": 10 * i, "rough": 11 * i, "tools": 0, "completion": 3},
+            usage=usage if i != 3 else odd_usage,
+            recorded=None if i % 2 else ({} if i == 4 else dict(usage)),
+            cache=CacheInfo(read=i, write=2 * i, uncached=3, break_index=None if i == 1 else i,
+                            reason=reason, reason_kind=["hit", "prefix_break", "cold", "", "ttl"][i],
+                            cause_event=2 if i == 1 else None, block_tokens=[5, 6, 7 + i] if i != 2 else [],
+                            cost=None if i else 0.0),
+            timestamp=[1700000001.5, None, 1700000002, 1700000001.125, 0.1 + 0.2][i],
+            response_key=[answer, None, "f" * 20, wire, answer][i],
+        ))
+    states = [(0, 0, 0, 96000, 128000, 0), (469, 18, 487, 96000, 128000, 0), (-1, 0, 487, 96000, 128000, 1),
+              (-1, 0, 487, 96000, 128000, 1), (1, 2, 3)]
+    statuses = [{"used": 0.0, "count": 0}, {"used": 2.0828124999999997, "count": 0},
+                {"used": 2.0828124999999997, "count": 0}, {"count": 1, "used": 1.0}, {"nested": {"a": [1, None]}}]
+    for i in range(15):
+        r = i // 3 if i % 3 else None
+        trace.add_event(Event(
+            0, [EV_TURN, EV_REQUEST, EV_SELECT][i % 3], turn=None if i == 0 else i // 3, request=r,
+            t=round(i * 0.001234, 6), duration=[0.0, 3e-06, 2.0][i % 3],  # kept to the microsecond
+            args=[{}, None, {"messages": {"$list": a}, "site": "pre_api", "n": i, "flag": True, "none": None},
+                  {"usage": trace.requests[r].usage} if r is not None else {"k": "v" * 50},
+                  {"$msg": answer, "key": wire, "unknown": {"$msg": "9" * 20}, "list": [1, 2]}][i % 5],
+            result=[None, False, [1, {"$list": b}], {"$msg": trace.requests[r].response_key} if r is not None else 3,
+                    "text"][i % 5],
+            state=states[i % 5] if i % 4 else None,
+            status=statuses[i % 5] if i % 3 else None,
+            fault=Fault("exception", "boom", None) if i == 7 else None,
+            thread="compress-0" if i == 8 else None,
+            note="a note" if i in (2, 9) else None,
+        ))
+    store.tokens[wire] = {"tiktoken": 30, "rough_chars": 140, "images": 0}
+    store.tokens[answer] = {"tiktoken": 3, "images": 1}
+    store.tokens[renamed] = {}
+    store.tokens["e" * 20] = {"tiktoken": 1}  # a count for a key the store does not hold
+    store.tokens[raw] = {"tiktoken": None}
+    trace.marks = [Mark(3, "here", "and a note")]
+    return trace.finish()
+
+
+@pytest.mark.parametrize("name", ["x.json", "x.json.gz"])
+def test_columnar_round_trip_is_exact(tmp_path: Path, name: str):
+    trace = _tricky_trace()
+    path = tmp_path / name
+    save_trace(trace, path)
+    loaded = load_trace(path)
+    assert_same(trace, loaded)
+    for k in range(len(trace)):
+        assert loaded.status_at(k) == trace.status_at(k)
+    assert loaded.requests[1].recorded is None and loaded.requests[4].recorded == {}
+    assert type(loaded.requests[2].timestamp) is int and loaded.requests[1].timestamp is None
+    assert loaded.events[0].turn is None and loaded.events[1].args is None
+    assert loaded.events[8].args["usage"] is loaded.requests[2].usage  # shared, as the host records it
+
+
+def test_columnar_file_is_compact(tmp_path: Path):
+    """Repeated shapes, usage dicts, states and reasons are written once, not per event."""
+    path = tmp_path / "c.json"
+    save_trace(make_trace(40), path)
+    doc = json.loads(path.read_text("utf-8"))
+    events, requests = doc["events"], doc["requests"]
+    assert events["count"] == len(events["kind"]) == len(events["t"])
+    assert len(events["shapes"]) < 10 and len(events["kinds"]) == 4
+    assert requests["count"] == 40 and len(requests["cache"]["templates"]) <= 2
+
+
+def test_bundle_round_trip_of_tricky_runs(tmp_path: Path):
+    a, b = _tricky_trace(), make_trace(3)
+    path = tmp_path / "b.json"
+    save_bundle([a, b], path)
+    traces, _ = load_bundle(path, verify=False)
+    assert_same(a, traces[0])
+    assert_same(b, traces[1])
+
+
+def test_delta_encoded_messages_are_verified(tmp_path: Path):
+    trace = _tricky_trace()
+    del trace.store.messages["0" * 20]  # verify demands dicts
+    path = tmp_path / "v.json"
+    save_trace(trace, path)
+    doc = json.loads(path.read_text("utf-8"))
+    assert any(isinstance(m, list) for m in doc["messages"].values())  # some message is a delta
+    assert load_trace(path, verify=True).store.messages == trace.store.messages
