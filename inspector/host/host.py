@@ -36,6 +36,7 @@ from inspector.tokens.rough import (
     rough_from_chars,
 )
 from inspector.trace.model import (
+    EV_AUX_LLM,
     EV_COMPRESS,
     EV_DEFER,
     EV_FAULT,
@@ -311,6 +312,8 @@ class Host:
         # id(message) -> (message, shaped, wire, key, raw rough chars, raw images)
         self._form_cache: dict[int, tuple[dict, dict, dict, str, int, int]] = {}
         self._asm: _Assembly | None = None
+        self._aux_pending: list[Any] = []
+        self._last_blocked_reason = ""
         # id(message) -> (message, rough chars, images) for history rows not yet assembled
         self._rough_cache: dict[int, tuple[dict, int, int]] = {}
         # id(copy) -> (copy, original) for the top-level messages of the last compress snapshot
@@ -409,7 +412,37 @@ class Host:
         event.state = self._state()
         event.status = self._status()
         self._add(event)
+        if self._aux_pending:
+            self._drain_aux(event)
         return event, outcome
+
+    def aux_sink(self, record: Any) -> None:
+        """Recorder for ``call_llm``: any thread may call it (compress runs on the pool)."""
+        self._aux_pending.append(record)
+
+    def _drain_aux(self, parent: Event) -> None:
+        """Auxiliary LLM calls made during a hook become events right after it."""
+        while self._aux_pending:
+            rec = self._aux_pending.pop(0)
+            prompt = [m for m in (getattr(rec, "prompt", None) or []) if isinstance(m, dict)]
+            reply = getattr(rec, "reply", None)
+            error = getattr(rec, "error", None)
+            ev = Event(
+                index=0, kind=EV_AUX_LLM, turn=parent.turn, request=None, t=self._now(),
+                duration=float(getattr(rec, "duration_s", 0.0) or 0.0),
+                args={"task": getattr(rec, "task", None), "during": parent.index, "hook": parent.kind,
+                      "model": getattr(rec, "model", None), "base_url": getattr(rec, "base_url", None),
+                      "offline": bool(getattr(rec, "offline", False)),
+                      "kwargs": _jsonable(getattr(rec, "kwargs", {}) or {}),
+                      "unknown_kwargs": list(getattr(rec, "unknown_kwargs", []) or []),
+                      "prompt": self._list_ref(prompt) if prompt else None},
+                result={"reply": {"$msg": self.store.put({"role": "assistant", "content": reply})} if reply else None,
+                        "usage": _jsonable(getattr(rec, "usage", None))},
+                fault=Fault("aux_error", str(error)) if error else None,
+                thread=getattr(rec, "thread", None) or None,
+            )
+            ev.state = self._state()
+            self._add(ev)
 
     def note(self, text: str, **args: Any) -> Event:
         ev = Event(index=0, kind=EV_NOTE, turn=self.turn if self.turn >= 0 else None, t=self._now(), note=text, args=args)
@@ -670,6 +703,19 @@ class Host:
         out = call_inline(getter, timeout=self.settings.hook_timeout)
         return bool(out.value) if out.ok else False
 
+    def _cooldown_blocks(self, tokens: int) -> bool:
+        """The pre-API gate's cooldown check; over the threshold it says why, once per reason ([M])."""
+        if not self._cooldown_active():
+            return False
+        threshold = _as_int(getattr(self.engine, "threshold_tokens", 0))
+        if threshold and tokens >= threshold:
+            reason = self._blocked_reason(tokens)
+            if reason != self._last_blocked_reason:
+                self._last_blocked_reason = reason
+                self.note(f"over threshold ({tokens:,} ≥ {threshold:,}) but compression is blocked: {reason}",
+                          site="pre_api")
+        return True
+
     def _defer(self, tokens: int) -> bool:
         if not self._overrides["should_defer_preflight_to_real_usage"]:
             return False
@@ -755,9 +801,9 @@ class Host:
         wire = asm.wire
         if not self._overrides["select_context"]:
             return wire, keys, False
-        request_arg = [dict(m) for m in asm.shaped]
+        shaped = asm.shaped
+        request_arg = [_clone(m) for m in shaped]  # Hermes hands the hook structural clones
         snapshot = list(request_arg)
-        shallow = [dict(m) for m in request_arg]
         user = self._turn_user
         incoming = _clone(user) if isinstance(user, dict) else user
         conv = [_clone(m) for m in self.history]
@@ -768,7 +814,9 @@ class Host:
             conversation_messages=conv, incoming_message=incoming,
             budget_tokens=_as_int(getattr(self.engine, "context_length", 0)) or 0,
         )
-        mutated = len(request_arg) != len(snapshot) or any(a is not b or a != c for a, b, c in zip(request_arg, snapshot, shallow))
+        # Scalars are shared with the cached forms, so this deep comparison is cheap.
+        mutated = len(request_arg) != len(snapshot) or any(
+            a is not b or a != c for a, b, c in zip(request_arg, snapshot, shaped))
         if not out.ok:
             ev.result = None
             ev.note = "select_context failed; using unmodified request messages (as Hermes does)"
@@ -833,7 +881,7 @@ class Host:
                 and len(self.history) > 1
                 and self._compress_attempts < s.max_attempts
                 and not self._defer(pressure)
-                and not self._cooldown_active()
+                and not self._cooldown_blocks(pressure)
                 and self._should_compress(pressure, "pre_api")
             ):
                 self._compress_attempts += 1

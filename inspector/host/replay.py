@@ -208,7 +208,9 @@ def replay(
     )
     _pin_summary_date(engine, session)
     started = time.perf_counter()
-    with _activated(loaded):
+    from inspector.llm import aux
+
+    with _activated(loaded), aux.recording(host.aux_sink):
         cancelled = _play_all(host, session, progress, cancel)
         trace = host.end()
     trace.meta["host_seconds"] = round(time.perf_counter() - started, 4)

@@ -1,0 +1,29 @@
+"""Auxiliary LLM calls an engine makes (call_llm) appear in the trace next to the hook."""
+
+from __future__ import annotations
+
+from inspector.engines.discovery import load_engine
+from inspector.host.replay import replay
+from inspector.trace.model import EV_AUX_LLM, EV_COMPRESS
+
+from .conftest import coding_session
+
+
+def test_the_compressor_summary_call_is_recorded_during_compress(config, nocache):
+    config["compression"]["threshold"] = 0.5
+    loaded = load_engine("compressor", config)
+    try:
+        loaded.engine.threshold_tokens = 3000  # compress early in a small session
+        trace = replay(coding_session(8), loaded, config, simulator=nocache)
+    finally:
+        loaded.close()
+    aux = [e for e in trace.events if e.kind == EV_AUX_LLM]
+    assert aux, "the compressor asks call_llm for a summary before falling back"
+    first = aux[0]
+    parent = trace.events[first.args["during"]]
+    assert parent.kind == EV_COMPRESS and first.index > parent.index
+    assert first.args["task"] == "compression"
+    assert first.fault is not None and "No LLM provider" in first.fault.message  # offline: Hermes' error
+    prompt = trace.store.materialise(first.args["prompt"]["$list"])
+    assert prompt[0]["role"] == "user" and "TURNS TO SUMMARIZE" in prompt[0]["content"]
+    assert "api_key" not in str(first.args["kwargs"])
