@@ -437,8 +437,10 @@ class Host:
                       "unknown_kwargs": list(getattr(rec, "unknown_kwargs", []) or []),
                       "prompt": self._list_ref(prompt) if prompt else None},
                 result={"reply": {"$msg": self.store.put({"role": "assistant", "content": reply})} if reply else None,
-                        "usage": _jsonable(getattr(rec, "usage", None))},
-                fault=Fault("aux_error", str(error)) if error else None,
+                        "usage": _jsonable(getattr(rec, "usage", None)), "error": str(error) if error else None},
+                # Not a fault: call_llm raising (e.g. no provider offline) is Hermes' normal signal,
+                # and what the engine does about it is what the trace shows next.
+                note=f"call_llm raised: {error}" if error else None,
                 thread=getattr(rec, "thread", None) or None,
             )
             ev.state = self._state()
