@@ -1,6 +1,10 @@
 """``run_gui(args)``: the window for ``context-inspector [FILE]``, or an offscreen screenshot.
 
-With no file the bundled demo session is replayed with the configured engine. With
+With no file the bundled demo session is opened as a comparison of the engines listed in
+``inspector.demo_engines`` of the project's config.yaml (``make run`` shows compressor, lcm
+and recall side by side), or replayed with the configured engine when none are listed. Two or
+more ``--engine`` specs open FILE (or the demo) as a comparison. The window is shown before
+anything is replayed; replays run on worker threads with progress in the replay bar. With
 ``--screenshot OUT.png`` everything happens synchronously (load, replay, move the cursor,
 render) and the process exits 0 after writing the PNG, so it works on machines without a
 display and in tests.
@@ -16,6 +20,18 @@ from typing import Any
 from inspector.ui.theme import RESOURCES
 
 DEMO_SESSION = RESOURCES / "demo" / "demo_session.json"
+PROJECT_CONFIG = RESOURCES.parent / "config.yaml"
+
+
+def demo_engines(config_path: str | None) -> list[str]:
+    """``inspector.demo_engines`` from the config (the runs ``make run`` compares); [] if unset or unreadable."""
+    try:
+        from inspector.config import load_config
+
+        names = (load_config(config_path).get("inspector") or {}).get("demo_engines") or []
+    except Exception:  # noqa: BLE001 - a broken config must not stop the window from opening
+        return []
+    return [str(n) for n in names if str(n).strip()][:4] if isinstance(names, list) else []
 
 
 def _parse_size(text: str | None) -> tuple[int, int]:
@@ -54,27 +70,33 @@ def run_gui(args: Any) -> int:
     from inspector.ui.window import MainWindow
 
     engines = list(getattr(args, "engine", None) or [])
+    path = getattr(args, "file", None)
+    config_path = getattr(args, "config", None)
+    if not path and config_path is None and PROJECT_CONFIG.exists():
+        config_path = str(PROJECT_CONFIG)  # the demo is configured by the project's own config.yaml
+    compare = engines if len(engines) > 1 else []
+    if not path and not engines:
+        compare = demo_engines(config_path)
+        compare = compare if len(compare) > 1 else []
     settings = QSettings("ContextEngineInspector", "inspector")
     window = MainWindow(
         settings,
-        config_path=getattr(args, "config", None),
-        engines=engines,
+        config_path=config_path,
+        engines=[e.split(":", 1)[0] for e in engines],
         plugin_dirs=list(getattr(args, "plugin_dir", None) or []),
         restore_layout=not screenshot,
     )
-    if len(engines) > 1:
-        window.show_message(
-            f"Comparing engines side by side is `context-inspector compare`; replaying with {engines[0]} here.", "info"
-        )
-    path = getattr(args, "file", None)
     cursor = getattr(args, "cursor", None)
     if screenshot:
-        return _screenshot(app, window, path, screenshot, cursor, getattr(args, "panel", None), _parse_size(getattr(args, "size", None)))
+        return _screenshot(app, window, path, screenshot, cursor, getattr(args, "panel", None),
+                           _parse_size(getattr(args, "size", None)), compare)
     window.show()
-    if path:
-        window.open_path(path, cursor=cursor or 0)
-    elif DEMO_SESSION.exists():
-        window.open_path(str(DEMO_SESSION), cursor=cursor or 0)
+    source = path or (str(DEMO_SESSION) if DEMO_SESSION.exists() else None)
+    if source:
+        from PySide6.QtCore import QTimer
+
+        # after the first paint: the window is up at once, the replays follow on worker threads
+        QTimer.singleShot(0, lambda: window.open_path(source, cursor=cursor or 0, compare=compare or None))
     else:
         window.show_message(
             f"The bundled demo ({DEMO_SESSION}) is missing. Open a session, a Hermes state.db or a saved trace "
@@ -86,7 +108,7 @@ def run_gui(args: Any) -> int:
 
 
 def _screenshot(app: Any, window: Any, path: str | None, out: str, cursor: int | None, panel: str | None,
-                size: tuple[int, int]) -> int:
+                size: tuple[int, int], compare: list[str] | None = None) -> int:
     """Render offscreen and write ``out``; exit code 0 when the PNG was written (2 otherwise)."""
     window.resize(*size)
     window.reset_layout()
@@ -94,7 +116,7 @@ def _screenshot(app: Any, window: Any, path: str | None, out: str, cursor: int |
     app.processEvents()
     source = path or (str(DEMO_SESSION) if DEMO_SESSION.exists() else None)
     if source:
-        window.open_path(source, sync_replay=True, cursor=cursor or 0)
+        window.open_path(source, sync_replay=True, cursor=cursor or 0, compare=compare or None)
     else:
         window.show_message(f"The bundled demo ({DEMO_SESSION}) is missing; nothing to show.", "info")
     if cursor is not None and window.trace is not None:
@@ -114,6 +136,7 @@ def _screenshot(app: Any, window: Any, path: str | None, out: str, cursor: int |
     if message:
         print(message, file=sys.stderr)
     window.replay_runner.wait(1_000)
+    window.compare_runner.wait(1_000)
     window.close()
     window.deleteLater()
     app.processEvents()

@@ -112,6 +112,16 @@ def load_bundle_file(path: str) -> tuple[list[Any], dict[str, Any]]:
         raise OpenError(_describe(exc)) from None
 
 
+def load_comparison_file(path: str) -> Any:
+    """A saved comparison (or any trace bundle) as an ``inspector.compare.Comparison``."""
+    from inspector.compare import load_comparison
+
+    try:
+        return load_comparison(path)
+    except Exception as exc:  # noqa: BLE001
+        raise OpenError(_describe(exc)) from None
+
+
 def list_db_sessions(path: str) -> list[Any]:
     """Session summaries of a Hermes state.db (opened read-only by the reader)."""
     from inspector.sessions import list_sessions

@@ -150,3 +150,53 @@ def vertical_markers(
     item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
     plot.addItem(item, ignoreBounds=True)
     return [item]
+
+
+def overlay_runs(plot: pg.PlotItem, view, arrays: list[np.ndarray], *, legend: pg.LegendItem | None = None,  # noqa: ANN001
+                 dashed: bool = False, step: bool = False, suffix: str = "") -> list[pg.PlotDataItem]:
+    """One curve per run of a comparison, in the run's colour, x = alignment row.
+
+    ``view`` is a :class:`inspector.ui.compare.CompareView`; runs without a trace get no curve.
+    ``step`` draws a piecewise-constant state (gaps carried forward) as a staircase.
+    """
+    from inspector.ui.compare import forward_fill
+
+    items: list[pg.PlotDataItem] = []
+    for run in view.runs:
+        y = arrays[run]
+        x = np.arange(y.shape[0], dtype=np.float64)
+        name = view.label(run) + suffix if legend is not None else None
+        item = curve(plot, view.color(run), name, dashed=dashed)
+        if step:
+            filled = forward_fill(y)
+            ok = np.isfinite(filled)
+            if ok.any():
+                xs, ys = _steps(x[ok], filled[ok])
+                set_xy(item, xs, ys)
+        else:
+            set_xy(item, x, y)
+        items.append(item)
+    return items
+
+
+def _steps(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A staircase through (x, y) with only the change points as vertices."""
+    change = np.flatnonzero(np.diff(y) != 0) + 1
+    xs = [x[0] - 0.5]
+    ys = [y[0]]
+    for i in change:
+        edge = x[i] - 0.5
+        xs += [edge, edge]
+        ys += [ys[-1], y[i]]
+    xs.append(x[-1] + 0.5)
+    ys.append(ys[-1])
+    return np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
+
+
+def remove_items(plot: pg.PlotItem, items: list, legend: pg.LegendItem | None = None) -> None:  # noqa: ANN001
+    """Take overlay items (and their legend entries) off a plot."""
+    for item in items:
+        plot.removeItem(item)
+        if legend is not None:
+            legend.removeItem(item)
+    items.clear()

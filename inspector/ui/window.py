@@ -32,8 +32,13 @@ from PySide6.QtWidgets import (
 
 from inspector.trace.model import Mark, Trace
 from inspector.ui import dialogs, loaders, theme
+from inspector.ui.compare import CompareRequest, CompareRunner, CompareView, ask_specs
 from inspector.ui.cursor import Cursor
 from inspector.ui.panels import PANEL_CLASSES, Panel
+from inspector.ui.panels.chat import ChatPanel
+from inspector.ui.panels.doctor import DoctorPanel
+from inspector.ui.panels.follow import FollowPanel
+from inspector.ui.panels.runs import RunsPanel
 from inspector.ui.replay import ReplayBar, ReplayRequest, ReplayRunner, available_engines, run_replay
 
 LAYOUT_VERSION = 3
@@ -42,7 +47,7 @@ ORG = "ContextEngineInspector"
 APP = "Context Engine Inspector"
 
 OPEN_FILTER = (
-    "All supported (*.json *.jsonl *.gz *.db *.sqlite *.sqlite3);;"
+    "All supported (*.json *.jsonl *.gz *.db *.sqlite *.sqlite3);;Comparisons (*.json *.json.gz *.gz);;"
     "Traces (*.json *.json.gz *.gz);;Sessions (*.json *.jsonl *.gz);;Hermes state.db (*.db *.sqlite *.sqlite3);;All files (*)"
 )
 
@@ -111,6 +116,10 @@ class MainWindow(QMainWindow):
         self.trace_path: str | None = None  # where Save writes without asking (a trace file)
         self.bundle_run: int | None = None
         self.session: Any = None
+        self.comparison: Any = None  # inspector.compare.Comparison while comparing runs
+        self.compare_view: CompareView | None = None
+        self.comparison_path: str | None = None  # where the comparison was opened from / saved to
+        self.config_path = config_path
         self.modified = False
         self.current_panel_id = "timeline"
         # replaceable prompts (tests answer them directly)
@@ -121,7 +130,11 @@ class MainWindow(QMainWindow):
         )
         self.ask_open_path: Callable[[], str | None] = self._ask_open_path
         self.ask_save_path: Callable[[str], str | None] = self._ask_save_path
-        self.pick_bundle_run: Callable[[list[str]], int | None] = self._pick_bundle_run
+        self.ask_compare_specs: Callable[[list[str]], list[str] | None] = (
+            lambda engines: ask_specs(self, engines, self._default_specs(engines))
+        )
+        self.ask_comparison_path: Callable[[str], str | None] = self._ask_comparison_path
+        self.ask_html_path: Callable[[str], str | None] = self._ask_html_path
 
         # Everything is a dock; the central widget stays hidden so the docks share the window.
         self.message_bar = MessageBar()
@@ -146,6 +159,7 @@ class MainWindow(QMainWindow):
             self.docks[cls.panel_id] = dock
         self.panels["bookmarks"].delete_requested.connect(self.delete_bookmark)  # type: ignore[attr-defined]
         self._link_x_views()
+        self._build_tool_docks(list(engines or []))
 
         self.replay_runner = ReplayRunner(self)
         self.replay_runner.progress.connect(self._replay_progress)
@@ -159,6 +173,15 @@ class MainWindow(QMainWindow):
         self.replay_bar.replay_requested.connect(self.start_replay)
         self.replay_bar.cancel_requested.connect(self.replay_runner.cancel)
         self.replay_runner.running_changed.connect(self.replay_bar.set_running)
+        self.compare_runner = CompareRunner(self)
+        self.compare_runner.progress.connect(self._compare_progress)
+        self.compare_runner.finished.connect(self._compare_finished)
+        self.compare_runner.failed.connect(self._compare_failed)
+        self.compare_runner.running_changed.connect(self.replay_bar.set_running)
+        self.replay_bar.cancel_requested.connect(self.compare_runner.cancel)
+        engine_names = [self.replay_bar.engine_combo.itemText(i) for i in range(self.replay_bar.engine_combo.count())]
+        self.follow_panel.set_engines(engine_names, self.replay_bar.engine())
+        self.doctor_panel.set_engines(engine_names, self.replay_bar.engine())
 
         self._build_actions()
         self._build_menus()
@@ -180,6 +203,52 @@ class MainWindow(QMainWindow):
             self.restore_layout()
         self._update_title()
         self._on_trace_changed(None)
+
+    # -- tool docks: runs, live chat, follow, doctor ------------------------------------------------
+    def _build_tool_docks(self, engines: list[str]) -> None:
+        """Docks beside the nine trace panels: the comparison's Runs panel and the trace sources.
+
+        They live in :attr:`tool_docks` (not :attr:`docks`, which maps one-to-one onto the
+        trace panels). Runs follows the cursor like a panel; chat and follow produce traces.
+        """
+        self.runs_panel = RunsPanel(self.cursor)
+        self.runs_panel.jump_requested.connect(self.cursor.set)
+        self.runs_panel.primary_requested.connect(self.set_primary_run)
+        self.chat_panel = ChatPanel(self.cursor)
+        self.chat_panel.trace_updated.connect(lambda t: self._source_trace(t, "live chat"))
+        self.follow_panel = FollowPanel(self._config_and_plugins, engines)
+        self.follow_panel.trace_updated.connect(lambda t: self._source_trace(t, "follow"))
+        self.doctor_panel = DoctorPanel(self._config_and_plugins, engines)
+        self.panels["engine"].doctor_requested.connect(self.run_doctor)  # type: ignore[attr-defined]
+        self.tool_docks: dict[str, QDockWidget] = {}
+        for key, widget, title in (("runs", self.runs_panel, "Runs"), ("chat", self.chat_panel, "Live chat"),
+                                   ("follow", self.follow_panel, "Follow"), ("doctor", self.doctor_panel, "Engine doctor")):
+            dock = QDockWidget(title, self)
+            dock.setObjectName(f"dock_{key}")
+            dock.setWidget(widget)
+            dock.setFeatures(
+                QDockWidget.DockWidgetFeature.DockWidgetMovable
+                | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                | QDockWidget.DockWidgetFeature.DockWidgetClosable
+            )
+            self.tool_docks[key] = dock
+
+    def trace_panels(self) -> list[Panel]:
+        """Every panel that follows the trace and the cursor (the nine, plus Runs)."""
+        return [*self.panels.values(), self.runs_panel]
+
+    def _config_and_plugins(self) -> tuple[dict[str, Any], list[str]]:
+        """The config the replay bar points at, and every plugin directory (for chat, follow, doctor)."""
+        from inspector.config import load_config
+
+        config = load_config(self.replay_bar.config_path)
+        dirs = list(self.plugin_dirs) + [str(d) for d in (config.get("inspector") or {}).get("plugin_dirs") or []]
+        return config, dirs
+
+    def show_tool(self, key: str) -> None:
+        dock = self.tool_docks[key]
+        dock.show()
+        dock.raise_()
 
     # -- layout ----------------------------------------------------------------------------------
     def _link_x_views(self) -> None:
@@ -217,7 +286,8 @@ class MainWindow(QMainWindow):
 
     def _arrange(self, *, tabbed: bool) -> None:
         d = self.docks
-        for dock in d.values():
+        tools = self.tool_docks
+        for dock in [*d.values(), *tools.values()]:
             self.removeDockWidget(dock)
             dock.setFloating(False)
         L, T, B = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.TopDockWidgetArea,
@@ -237,9 +307,15 @@ class MainWindow(QMainWindow):
             self.splitDockWidget(d["diff"], d["request"], H)
             self.splitDockWidget(d["request"], d["cache"], H)
             self.splitDockWidget(d["counters"], d["engine"], V)
+        # tool docks join the bottom tab group: shown, they are one more tab; hidden, they take no room
+        for key in ("runs", "chat", "follow", "doctor"):
+            self.tabifyDockWidget(d["diff"], tools[key])
         for dock in d.values():
             dock.show()
-        d["diff"].raise_()
+        tools["runs"].show()
+        for key in ("chat", "follow", "doctor"):  # sources and tools: View menu, Live menu, Engine panel
+            tools[key].hide()
+        (tools["runs"] if self.comparison is not None else d["diff"]).raise_()
         self._apply_default_sizes()
         # Dock sizes only stick once the new arrangement has been laid out; apply them again then.
         QTimer.singleShot(0, self._apply_default_sizes)
@@ -315,6 +391,18 @@ class MainWindow(QMainWindow):
             "bookmark": self._action("Bookmark / note…", self.bookmark_dialog, "Ctrl+B"),
             "replay": self._action("&Replay session", self.start_replay, "Ctrl+R"),
             "cancel": self._action("&Cancel replay", self.replay_runner.cancel),
+            "compare": self._action("Compare &engines…", self.compare_dialog, "Ctrl+Shift+R",
+                                    "Replay the open session with 2–4 engines or configs, in lockstep"),
+            "save_comparison": self._action("Save &comparison…", self.save_comparison_dialog, None,
+                                            "Save every run of the comparison in one file"),
+            "export_html": self._action("Export comparison &report (HTML)…", self.export_html_dialog, None,
+                                        "A self-contained HTML report: summary table, plots, compressions, faults"),
+            "new_chat": self._action("New &chat session", self.new_chat_session, None,
+                                     "Chat with the configured live endpoint through the selected engine"),
+            "follow": self._action("&Follow a session…", lambda: self.show_tool("follow"), None,
+                                   "Replay a session another program is writing, as it grows"),
+            "doctor": self._action("Engine &doctor…", lambda: self.run_doctor(None), None,
+                                   "Check the selected engine the way Hermes would load and call it"),
             "reset_layout": self._action("Reset layout", self.reset_layout),
             "tile": self._action("Show all panels (tiled)", self.tile_all),
             "about": self._action("About", self._about),
@@ -331,6 +419,9 @@ class MainWindow(QMainWindow):
         for name in ("save", "save_as", "export"):
             file_menu.addAction(self.act[name])
         file_menu.addSeparator()
+        for name in ("save_comparison", "export_html"):
+            file_menu.addAction(self.act[name])
+        file_menu.addSeparator()
         file_menu.addAction(self.act["quit"])
         nav_menu = bar.addMenu("&Navigate")
         for name in ("prev", "next", "prev_turn", "next_turn", "prev_compress", "next_compress", "next_miss",
@@ -339,8 +430,18 @@ class MainWindow(QMainWindow):
         replay_menu = bar.addMenu("&Replay")
         replay_menu.addAction(self.act["replay"])
         replay_menu.addAction(self.act["cancel"])
+        replay_menu.addSeparator()
+        replay_menu.addAction(self.act["compare"])
+        replay_menu.addSeparator()
+        replay_menu.addAction(self.act["doctor"])
+        live_menu = bar.addMenu("&Live")
+        live_menu.addAction(self.act["new_chat"])
+        live_menu.addAction(self.act["follow"])
         view_menu = bar.addMenu("&View")
         for dock in self.docks.values():
+            view_menu.addAction(dock.toggleViewAction())
+        view_menu.addSeparator()
+        for dock in self.tool_docks.values():
             view_menu.addAction(dock.toggleViewAction())
         view_menu.addSeparator()
         view_menu.addAction(self.act["reset_layout"])
@@ -388,7 +489,11 @@ class MainWindow(QMainWindow):
 
     # -- trace and cursor ---------------------------------------------------------------------------
     def set_trace(self, trace: Trace | None, *, cursor: int = 0, source: str | None = None) -> None:
-        """Show ``trace``; every panel rebuilds once, then the cursor lands on ``cursor``."""
+        """Show ``trace``; every panel rebuilds once, then the cursor lands on ``cursor``.
+
+        Showing a single trace ends comparison mode: the panels go back to one run.
+        """
+        self._set_compare_view(None)
         self.modified = False
         if source is not None:
             self.source_path = source
@@ -400,7 +505,7 @@ class MainWindow(QMainWindow):
         return self.cursor.trace
 
     def _on_trace_changed(self, trace: Trace | None) -> None:
-        for panel in self.panels.values():
+        for panel in self.trace_panels():
             try:
                 panel.set_trace(trace)
             except Exception as exc:  # noqa: BLE001 - one broken panel must not take the window down
@@ -409,10 +514,12 @@ class MainWindow(QMainWindow):
         for name in ("save", "save_as", "export", "prev", "next", "prev_turn", "next_turn", "prev_compress",
                      "next_compress", "next_miss", "next_fault", "home", "end", "goto", "bookmark"):
             self.act[name].setEnabled(has if name not in ("export",) else True)
+        for name in ("save_comparison", "export_html"):
+            self.act[name].setEnabled(self.comparison is not None)
         self._update_position()
 
     def _on_cursor_changed(self, k: int) -> None:
-        for panel in self.panels.values():
+        for panel in self.trace_panels():
             try:
                 panel.set_cursor(k)
             except Exception as exc:  # noqa: BLE001
@@ -432,6 +539,10 @@ class MainWindow(QMainWindow):
         req = trace.request_at(k)
         if req is not None:
             parts.append(f"request #{req.index}")
+        view = self.compare_view
+        if view is not None:
+            parts.insert(0, view.label(view.primary))
+            parts.append(view.describe_row(view.row_at(k)))
         self.position_label.setText(" · ".join(parts))
 
     def _navigate(self, move: Callable[[], bool], nothing: str) -> None:
@@ -524,10 +635,13 @@ class MainWindow(QMainWindow):
         if path:
             self.open_path(path)
 
-    def open_path(self, path: str, *, sync_replay: bool = False, cursor: int = 0) -> bool:
+    def open_path(self, path: str, *, sync_replay: bool = False, cursor: int = 0,
+                  compare: list[str] | None = None) -> bool:
         """Open any supported file. Sessions are replayed (on a worker thread unless ``sync_replay``).
 
-        Returns False (with the reason in the message bar) when nothing could be opened.
+        With ``compare`` (2–4 ``--engine`` specs) a session is replayed once per spec and shown
+        as a comparison. Returns False (with the reason in the message bar) when nothing could
+        be opened.
         """
         path = os.fspath(path)
         try:
@@ -539,18 +653,20 @@ class MainWindow(QMainWindow):
                 self.set_trace(trace, cursor=cursor, source=path)
                 self.clear_message()
             elif kind == loaders.KIND_BUNDLE:
-                traces, _meta = loaders.load_bundle_file(path)
-                if not traces:
-                    raise loaders.OpenError(f"{path}: the comparison bundle holds no runs")
-                labels = [str(t.meta.get("label") or (t.meta.get("engine") or {}).get("name") or f"run {i}")
-                          for i, t in enumerate(traces)]
-                run = 0 if len(traces) == 1 else self.pick_bundle_run(labels)
-                if run is None:
-                    return False
+                comparison = loaders.load_comparison_file(path)
+                with_trace = [r for r in comparison.runs if r.trace is not None]
+                if not with_trace:
+                    raise loaders.OpenError(f"{path}: the comparison bundle holds no runs with a trace")
                 self.session = None
-                self.trace_path, self.bundle_run = path, run
-                self.set_trace(traces[run], cursor=cursor, source=path)
-                self.show_message(f"Comparison bundle: showing run {run} ({labels[run]}) of {len(traces)}", "info")
+                if len(with_trace) == 1:
+                    self.trace_path, self.bundle_run = path, comparison.runs.index(with_trace[0])
+                    self.set_trace(with_trace[0].trace, cursor=cursor, source=path)
+                    self.show_message(f"Comparison bundle with one run ({with_trace[0].label}): shown as a trace.", "info")
+                else:
+                    self.trace_path, self.bundle_run = None, None
+                    self.set_comparison(comparison, cursor=cursor, source=path)
+                    self.comparison_path = path
+                    self._report_failed_runs(comparison)
             else:
                 spec = path
                 db_path, sid = loaders.split_spec(path)
@@ -573,7 +689,10 @@ class MainWindow(QMainWindow):
                                       "\n".join(map(str, warnings[:50])))
                 else:
                     self.clear_message()
-                self.start_replay(sync=sync_replay, cursor=cursor)
+                if compare:
+                    self.start_comparison(list(compare), sync=sync_replay, cursor=cursor)
+                else:
+                    self.start_replay(sync=sync_replay, cursor=cursor)
         except loaders.OpenError as exc:
             self.show_message(f"Could not open {path}: {exc}")
             return False
@@ -582,10 +701,6 @@ class MainWindow(QMainWindow):
             return False
         self._add_recent(path)
         return True
-
-    def _pick_bundle_run(self, labels: list[str]) -> int | None:
-        label, ok = QInputDialog.getItem(self, "Comparison bundle", "Open which run?", labels, 0, False)
-        return labels.index(label) if ok and label in labels else None
 
     def _recent(self) -> list[str]:
         value = self.settings.value("recent_files", [])
@@ -659,6 +774,262 @@ class MainWindow(QMainWindow):
         else:
             self.show_message("Replay cancelled.", "info")
 
+    # -- comparison mode -------------------------------------------------------------------------------
+    def _set_compare_view(self, view: CompareView | None) -> None:
+        """Tell every comparison-aware panel what it is showing (before the trace arrives)."""
+        self.compare_view = view
+        if view is None:
+            self.comparison = None
+        for panel in self.trace_panels():
+            setter = getattr(panel, "set_comparison", None)
+            if callable(setter):
+                setter(view)
+
+    def set_comparison(self, comparison: Any, *, primary: int | None = None, cursor: int = 0,
+                       source: str | None = None) -> None:
+        """Show a comparison: the cursor steps through the primary run, every run follows by row."""
+        view = CompareView(comparison, primary)
+        entering = self.compare_view is None
+        self._set_compare_view(view)
+        self.comparison = comparison
+        self.modified = False
+        if source is not None:
+            self.source_path = source
+        self.cursor.set_trace(view.primary_trace, cursor)
+        self._update_title()
+        self.tool_docks["runs"].show()
+        self.tool_docks["runs"].raise_()
+        if entering:
+            # the comparison widgets (per-run counters, run tables) change the docks' minimum sizes,
+            # and QMainWindow hands the difference to whichever dock it likes: restore the proportions
+            QTimer.singleShot(0, self._apply_default_sizes)
+
+    def set_primary_run(self, run: int) -> None:
+        """Step through another run: the cursor keeps its alignment row, in the new run's events."""
+        view = self.compare_view
+        if view is None or run not in view.runs or run == view.primary:
+            return
+        row = view.row_at(self.cursor.index)
+        k = view.event_for(run, row) or 0
+        view.primary = run
+        self.cursor.set_trace(view.primary_trace, k)
+        self._update_title()
+
+    def row_events(self) -> dict[int, int | None]:
+        """Every run's event at the cursor (comparison mode), for tests and the status bar."""
+        view = self.compare_view
+        return view.events_at(self.cursor.index) if view is not None else {}
+
+    def _default_specs(self, engines: list[str]) -> list[str]:
+        if self.comparison is not None:
+            return [r.spec.describe() for r in self.comparison.runs][:4]
+        demo = self._demo_engines()
+        if demo:
+            return demo
+        current = self.replay_bar.engine()
+        others = [e for e in engines if e != current]
+        return [current, *others[:1]] if current else engines[:2]
+
+    def _demo_engines(self) -> list[str]:
+        try:
+            config, _dirs = self._config_and_plugins()
+        except Exception:  # noqa: BLE001
+            return []
+        names = (config.get("inspector") or {}).get("demo_engines") or []
+        return [str(n) for n in names][:4] if isinstance(names, list) else []
+
+    def compare_dialog(self) -> None:
+        if self.session is None:
+            self.show_message("Open a session first: a comparison replays one transcript with several engines.",
+                              "info")
+            return
+        engines = [self.replay_bar.engine_combo.itemText(i) for i in range(self.replay_bar.engine_combo.count())]
+        specs = self.ask_compare_specs(engines)
+        if specs:
+            self.start_comparison(specs)
+
+    def start_comparison(self, specs: list[str], *, sync: bool = False, cursor: int = 0) -> bool:
+        """Replay the open session once per spec (2–4) and show the runs in lockstep.
+
+        On a worker thread with progress in the replay bar and Cancel, unless ``sync`` (tests,
+        screenshots). False when nothing was started (no session, bad specs, already running).
+        """
+        from inspector.compare import SpecError
+        from inspector.ui.compare import check_specs, run_compare
+
+        if self.session is None:
+            self.show_message("Open a session first: a comparison replays one transcript with several engines.",
+                              "info")
+            return False
+        try:
+            check_specs(specs)
+        except SpecError as exc:
+            self.show_message(f"Cannot compare: {exc}")
+            return False
+        if self.replay_runner.running or self.compare_runner.running:
+            self.show_message("A replay or comparison is already running; cancel it first.", "warning")
+            return False
+        req = CompareRequest(self.session, list(specs), self.replay_bar.config_path, list(self.plugin_dirs))
+        self._pending_cursor = cursor
+        if sync:
+            try:
+                comparison = run_compare(req)
+            except Exception as exc:  # noqa: BLE001
+                self._compare_failed(f"{type(exc).__name__}: {exc}", "")
+                return False
+            self._compare_finished(comparison)
+            return True
+        self.statusBar().showMessage(f"Comparing {len(specs)} runs…")
+        self.replay_bar.progress.setFormat(f"comparing {len(specs)} runs…")
+        self.compare_runner.start(req)
+        return True
+
+    def _compare_progress(self, done: int, total: int, text: str) -> None:
+        self.replay_bar.progress.setRange(0, max(1, total))
+        self.replay_bar.progress.setValue(done)
+        self.replay_bar.progress.setFormat(f"comparing: turn {done:,} / {total:,}")
+        self.replay_bar.progress.setToolTip(text)
+
+    def _compare_finished(self, comparison: Any) -> None:
+        ok = [r for r in comparison.runs if r.trace is not None]
+        if not ok:
+            self.replay_bar.set_idle_text("failed")
+            first = next((r.error for r in comparison.runs if r.error), "no run produced a trace")
+            self.show_message(f"Comparison failed: {first}", "error",
+                              "\n\n".join(f"{r.label}: {r.error}\n{r.details}" for r in comparison.runs))
+            return
+        cancelled = self.compare_runner.cancelled
+        self.replay_bar.set_idle_text("cancelled" if cancelled else f"done · {len(ok)} runs")
+        self.statusBar().showMessage("Comparison finished", 4000)
+        self.trace_path, self.bundle_run, self.comparison_path = None, None, None
+        if len(ok) == 1:
+            self.set_trace(ok[0].trace, cursor=getattr(self, "_pending_cursor", 0))
+        else:
+            self.set_comparison(comparison, cursor=getattr(self, "_pending_cursor", 0))
+        if cancelled:
+            self.show_message("Comparison cancelled: showing the partial runs.", "warning")
+        elif not self._report_failed_runs(comparison):
+            self.clear_message()
+
+    def _report_failed_runs(self, comparison: Any) -> bool:
+        bad = [r for r in comparison.runs if r.status != "ok"]
+        if bad:
+            self.show_message("; ".join(f"{r.label}: {r.status}" + (f" ({r.error})" if r.error else "") for r in bad),
+                              "warning", "\n\n".join(f"{r.label}: {r.error}\n{r.details}" for r in bad))
+        return bool(bad)
+
+    def _compare_failed(self, message: str, details: str) -> None:
+        self.replay_bar.set_idle_text("failed")
+        self.show_message(f"Comparison failed: {message}", "error", details)
+
+    def _suggest(self, suffix: str) -> str:
+        base = Path((self.source_path or "comparison").split("#")[0])
+        stem = base.name.split(".")[0] or "comparison"
+        return str(base.parent / f"{stem}{suffix}")
+
+    def _ask_comparison_path(self, suggestion: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save comparison", suggestion,
+                                              "Comparisons (*.json *.json.gz);;All files (*)")
+        return path or None
+
+    def _ask_html_path(self, suggestion: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export comparison report", suggestion, "HTML (*.html)")
+        return path or None
+
+    def save_comparison_dialog(self) -> None:
+        if self.comparison is None:
+            self.show_message("No comparison open: Replay → Compare engines… first.", "info")
+            return
+        path = self.ask_comparison_path(self.comparison_path or self._suggest(".comparison.json.gz"))
+        if path:
+            self.save_comparison_to(path)
+
+    def save_comparison_to(self, path: str) -> bool:
+        """Write every run (with its bookmarks) and the specs into one file that File → Open reads back."""
+        if self.comparison is None:
+            return False
+        try:
+            from inspector.compare import save_comparison
+
+            save_comparison(self.comparison, path)
+        except Exception as exc:  # noqa: BLE001
+            self.show_message(f"Could not save {path}: {type(exc).__name__}: {exc}")
+            return False
+        self.comparison_path = path
+        self.modified = False
+        self._update_title()
+        self._add_recent(path)
+        self.statusBar().showMessage(f"Saved comparison {path}", 4000)
+        return True
+
+    def export_html_dialog(self) -> None:
+        if self.comparison is None:
+            self.show_message("No comparison open: Replay → Compare engines… first.", "info")
+            return
+        path = self.ask_html_path(self._suggest(".report.html"))
+        if path:
+            self.export_html_to(path)
+
+    def export_html_to(self, path: str) -> bool:
+        """The self-contained HTML report of the comparison (escaped text, no scripts)."""
+        if self.comparison is None:
+            return False
+        try:
+            from inspector.compare.report import write_html_report
+
+            write_html_report(self.comparison, path)
+        except Exception as exc:  # noqa: BLE001
+            self.show_message(f"Could not write {path}: {type(exc).__name__}: {exc}")
+            return False
+        self.statusBar().showMessage(f"Wrote report {path}", 4000)
+        return True
+
+    # -- live sources: chat and follow, and the doctor ------------------------------------------------
+    def new_chat_session(self) -> bool:
+        """Start a fresh chat: the session is made lazily (on the worker) with the selected engine."""
+        from inspector.live.responder import LiveSettings
+        from inspector.live.session import LiveSession
+
+        try:
+            config, dirs = self._config_and_plugins()
+        except Exception as exc:  # noqa: BLE001
+            self.show_message(f"Could not read the config: {exc}")
+            return False
+        if not self.chat_panel.reset(5_000):
+            self.show_message("The chat is still waiting for a reply; cancel it first.", "warning")
+            return False
+        engine = self.replay_bar.engine() or None
+
+        def factory() -> LiveSession:
+            return LiveSession(engine, config, plugin_dirs=dirs)
+
+        settings = LiveSettings.from_config(config)
+        self.chat_panel.set_session_factory(factory, settings)
+        self.show_tool("chat")
+        self.chat_panel.input.setFocus()
+        if not settings.base_url or not settings.model:
+            self.show_message("No live endpoint configured: set inspector.live.base_url and model in config.yaml "
+                              "(the API key is read from the environment variable inspector.live.api_key_env).",
+                              "warning")
+        return True
+
+    def _source_trace(self, trace: Trace | None, what: str) -> None:
+        """A live chat or follow produced a new snapshot: show it, keeping the cursor at the end if it was there."""
+        if trace is None:
+            return
+        current = self.trace
+        at_end = current is None or not len(current) or self.cursor.index >= len(current) - 1 or self.comparison is not None
+        cursor = len(trace) - 1 if at_end else self.cursor.index
+        self.session = None
+        self.trace_path, self.bundle_run, self.comparison_path = None, None, None
+        self.set_trace(trace, cursor=cursor, source=self.source_path if what == "follow" and self.source_path else None)
+        self.statusBar().showMessage(f"{what}: {len(trace.requests):,} requests", 3000)
+
+    def run_doctor(self, engine: str | None = None) -> bool:
+        """Run the engine doctor on ``engine`` (default: the replay bar's engine) in the Doctor dock."""
+        self.show_tool("doctor")
+        return self.doctor_panel.run(engine or self.replay_bar.engine() or None)
+
     # -- saving and export -----------------------------------------------------------------------------
     def _ask_save_path(self, suggestion: str) -> str | None:
         path, _ = QFileDialog.getSaveFileName(self, "Save trace", suggestion, "Traces (*.json *.json.gz);;All files (*)")
@@ -710,16 +1081,21 @@ class MainWindow(QMainWindow):
 
     def export_panel(self, panel_id: str, path: str) -> bool:
         """Save a PNG of one panel (rendered at the cursor even when it is a background tab)."""
-        panel = self.panels.get(panel_id)
-        if panel is None:
-            self.show_message(f"No panel named {panel_id!r}; panels: {', '.join(self.panels)}")
+        panel: QWidget | None = self.panels.get(panel_id)
+        dock = self.docks.get(panel_id)
+        if panel is None and panel_id in self.tool_docks:
+            dock = self.tool_docks[panel_id]
+            panel = dock.widget()
+        if panel is None or dock is None:
+            names = ", ".join([*self.panels, *self.tool_docks])
+            self.show_message(f"No panel named {panel_id!r}; panels: {names}")
             return False
-        dock = self.docks[panel_id]
         if not dock.isVisible():
             dock.show()
         dock.raise_()
         QApplication.processEvents()
-        panel.refresh()
+        if isinstance(panel, Panel):
+            panel.refresh()
         ok = panel.grab().save(path)
         if not ok:
             self.show_message(f"Could not write {path}")
@@ -743,6 +1119,10 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
         self.replay_runner.wait(10_000)
+        self.compare_runner.wait(10_000)
+        self.chat_panel.shutdown(10_000)
+        self.follow_panel.shutdown(10_000)
+        self.doctor_panel.shutdown(10_000)
         try:
             self.save_layout()
         except Exception:  # noqa: BLE001 - a read-only settings file must not block closing
@@ -761,9 +1141,14 @@ class MainWindow(QMainWindow):
         if self.trace is not None:
             eng = self.trace.meta.get("engine")
             engine = (eng.get("name") if isinstance(eng, dict) else str(eng or "")) or ""
+        if self.compare_view is not None:
+            view = self.compare_view
+            engine = "compare " + " vs ".join(view.label(r) for r in view.runs)
         title = APP
         if name:
             title = f"{name}{' · ' + engine if engine else ''} — {APP}"
+        elif engine and self.compare_view is not None:
+            title = f"{engine} — {APP}"
         self.setWindowTitle(("* " if self.modified else "") + title)
 
     def _about(self) -> None:

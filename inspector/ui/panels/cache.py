@@ -13,10 +13,11 @@ from typing import Any
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QHelpEvent, QPainter, QPaintEvent, QPen, QPolygonF
-from PySide6.QtWidgets import QHBoxLayout, QPushButton, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from inspector.trace.model import Trace
 from inspector.ui import plots, theme
+from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
 from inspector.ui.derive import TraceFigures, figures, message_preview
 from inspector.ui.panels.base import Panel
@@ -155,7 +156,91 @@ class CacheStrip(QWidget):
         return super().event(e)
 
 
-class CachePanel(Panel):
+def strip_args(trace: Trace, req: Any) -> tuple[list[int], list[str], int, int, int | None]:
+    """What :meth:`CacheStrip.set_request` needs for one request (blocks, labels, read, write, break)."""
+    c = req.cache
+    keys = trace.store.get_list(req.selected) if 0 <= req.selected < len(trace.store.lists) else ()
+    blocks = list(c.block_tokens) or [trace.message_tokens(key) for key in keys]
+    offset = len(blocks) - len(keys)
+    labels = []
+    for i in range(len(blocks)):
+        j = i - offset
+        if 0 <= j < len(keys):
+            msg = trace.store.messages.get(keys[j], {})
+            labels.append(f"message {j} · {msg.get('role', '?')}: {message_preview(msg, 100)}")
+        else:
+            labels.append("tools / system block")
+    return blocks, labels, c.read, c.write, (c.break_index + offset if c.break_index is not None else None)
+
+
+def request_summary(req: Any) -> str:
+    """One line of cache figures for a request."""
+    c = req.cache
+    total = c.read + c.write + c.uncached
+    rate = c.read / total if total else 0.0
+    cost = f" · cost ${c.cost:.4f}" if c.cost is not None else ""
+    return (f"Request #{req.index} (turn {req.turn}, call {req.call}) · {total:,} tok · "
+            f"read {c.read:,} · written {c.write:,} · uncached {c.uncached:,} · hit {rate:.0%}{cost}")
+
+
+def reason_words(c: Any) -> str:
+    """The miss (or hit) reason as a sentence."""
+    words = REASON_WORDS.get(c.reason_kind, c.reason_kind or "No cache outcome recorded.")
+    if c.reason and c.reason_kind != "hit":
+        words = f"{words} {c.reason[0].upper()}{c.reason[1:]}."
+    elif c.reason:
+        words = c.reason[0].upper() + c.reason[1:] + "."
+    return words
+
+
+def reason_colour(c: Any) -> str:
+    return theme.CACHE_READ if c.reason_kind == "hit" else (theme.FAULT if c.reason_kind == "prefix_break" else "#455a64")
+
+
+class RunCacheView(QWidget):
+    """Comparison mode: one run's request at the cursor (label, figures, strip, reason)."""
+
+    def __init__(self, label: str, colour: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.title = theme.TextLine(1, bold=True)
+        self.title.setText(label)
+        self.title.set_colours("white", colour)
+        self.title.setFixedWidth(min(220, self.title.fontMetrics().horizontalAdvance(label) + 16))
+        self.title.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # TextLine ignores hints
+        self.header = theme.readout_label(1)
+        self.strip = CacheStrip()
+        self.strip.setMinimumHeight(46)
+        self.reason = theme.readout_label(1)
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 0, 0)
+        top.setSpacing(6)
+        top.addWidget(self.title)
+        top.addWidget(self.header, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 2)
+        layout.setSpacing(1)
+        layout.addLayout(top)
+        layout.addWidget(self.strip)
+        layout.addWidget(self.reason)
+        self.shown: tuple[int, int] | None = None
+
+    def show_request(self, trace: Trace | None, req: Any, exact: bool) -> None:
+        key = (id(trace), -1 if req is None else req.index)
+        if key == self.shown:
+            return
+        self.shown = key
+        if trace is None or req is None:
+            self.strip.set_request([], [], 0, 0, None)
+            self.header.setText("No request yet")
+            self.reason.setText("")
+            return
+        self.strip.set_request(*strip_args(trace, req))
+        self.header.setText(request_summary(req) + ("" if exact else " · no request at this row: its latest"))
+        self.reason.setText(reason_words(req.cache))
+        self.reason.set_colours(reason_colour(req.cache))
+
+
+class CachePanel(CompareAware, Panel):
     panel_id = "cache"
     title = "Cache"
     area = Qt.DockWidgetArea.BottomDockWidgetArea
@@ -193,7 +278,7 @@ class CachePanel(Panel):
         self.cost_plot.setXLink(self.hit_plot)
         self.cost_plot.setLabel("bottom", "request", color=theme.PLOT_FG)
         self.hit_curve = plots.curve(self.hit_plot, theme.CACHE_READ)
-        legend = self.tok_plot.addLegend(offset=(6, 2), labelTextColor=theme.PLOT_FG,
+        self.tok_legend = legend = self.tok_plot.addLegend(offset=(6, 2), labelTextColor=theme.PLOT_FG,
                                          brush=pg.mkBrush(255, 255, 255, 220), colCount=2)
         self.read_curve = plots.curve(self.tok_plot, theme.CACHE_READ, "read")
         self.write_curve = plots.curve(self.tok_plot, theme.CACHE_WRITE, "written")
@@ -204,20 +289,77 @@ class CachePanel(Panel):
         self._fig: TraceFigures | None = None
         self._shown_request: int | None = None
 
+        self.single_box = QWidget()
+        single = QVBoxLayout(self.single_box)
+        single.setContentsMargins(0, 0, 0, 0)
+        single.setSpacing(4)
+        single.addWidget(self.header)
+        single.addWidget(self.strip)
+        single.addLayout(reason_row)
+        self.runs_box = QWidget()  # comparison mode: the runs' requests stacked, same scale per strip
+        self.runs_layout = QVBoxLayout(self.runs_box)
+        self.runs_layout.setContentsMargins(0, 0, 0, 0)
+        self.runs_layout.setSpacing(2)
+        self.runs_box.hide()
+        self.run_views: dict[int, RunCacheView] = {}
+        self.run_items: list[Any] = []
+        self.run_legend = self.hit_plot.addLegend(offset=(6, 2), labelTextColor=theme.PLOT_FG,
+                                                  brush=pg.mkBrush(255, 255, 255, 220), colCount=4)
+        self.run_legend.setZValue(50)
+
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.setSpacing(4)
-        layout.addWidget(self.header)
-        layout.addWidget(self.strip)
-        layout.addLayout(reason_row)
+        layout.addWidget(self.single_box)
+        layout.addWidget(self.runs_box)
         layout.addWidget(self.graphs, 1)
 
     def x_view(self) -> pg.ViewBox:
         return self.hit_plot.getViewBox()
 
+    def _render_compare(self) -> None:
+        """Overlays per run (hit %, cached tokens read, cost) and a strip per run at the cursor."""
+        view = self.compare
+        assert view is not None
+        for c in (self.hit_curve, self.read_curve, self.write_curve, self.cost_curve):
+            c.setData([], [])
+        self.run_items = plots.overlay_runs(self.hit_plot, view, view.hit_rate(), legend=self.run_legend)
+        self.run_items += plots.overlay_runs(self.tok_plot, view, view.series("cache_read"))
+        self.run_items += plots.overlay_runs(self.cost_plot, view, view.series("cost"))
+        self.tok_plot.setLabel("left", "read tok", color=theme.PLOT_FG)
+        self.hit_plot.setYRange(0, 100, padding=0.05)
+        self.hit_plot.setXRange(-0.5, max(1, view.row_count) - 0.5, padding=0.01)
+        self.cost_plot.setLabel("bottom", "aligned request (turn, call)", color=theme.PLOT_FG)
+        for run in view.runs:
+            box = RunCacheView(view.label(run), view.color(run))
+            self.runs_layout.addWidget(box)
+            self.run_views[run] = box
+
+    def _clear_compare(self) -> None:
+        for item in list(self.run_items):
+            for plot in (self.hit_plot, self.tok_plot, self.cost_plot):
+                if item.scene() is not None and item in plot.listDataItems():
+                    plot.removeItem(item)
+            self.run_legend.removeItem(item)
+        self.run_items = []
+        for box in self.run_views.values():
+            self.runs_layout.removeWidget(box)
+            box.deleteLater()
+        self.run_views = {}
+        self.tok_plot.setLabel("left", "tokens", color=theme.PLOT_FG)
+        self.cost_plot.setLabel("bottom", "request", color=theme.PLOT_FG)
+
     def render_trace(self, trace: Trace | None) -> None:
         self._fig = None
         self._shown_request = None
+        self._clear_compare()
+        comparing = self.compare is not None and trace is not None
+        self.tok_legend.setVisible(not comparing)
+        self.single_box.setVisible(not comparing)
+        self.runs_box.setVisible(comparing)
+        if comparing:
+            self._render_compare()
+            return
         if trace is None or not trace.requests:
             for c in (self.hit_curve, self.read_curve, self.write_curve, self.cost_curve):
                 c.setData([], [])
@@ -237,7 +379,29 @@ class CachePanel(Panel):
         self.hit_plot.setYRange(0, 100, padding=0.05)
         self.hit_plot.setXRange(-0.5, fig.n - 0.5, padding=0.01)
 
+    def _render_compare_cursor(self, k: int) -> None:
+        view = self.compare
+        assert view is not None
+        row = view.row_at(k)
+        for line in self.cursor_lines:
+            line.set_x(None if row is None else float(row))
+        for run, box in self.run_views.items():
+            trace = view.trace(run)
+            if row is None or trace is None:
+                box.show_request(trace, None, True)
+                continue
+            req = view.alignment.request(run, row)
+            exact = req is not None
+            if req is None:
+                k_run = view.event_for(run, row)
+                req = trace.request_at(k_run) if k_run is not None else None
+            box.show_request(trace, req, exact)
+
     def render_cursor(self, k: int) -> None:
+        if self.compare is not None:
+            if self._trace is not None and len(self._trace):
+                self._render_compare_cursor(k)
+            return
         trace, fig = self._trace, self._fig
         if trace is None or fig is None:
             return
@@ -256,33 +420,10 @@ class CachePanel(Panel):
             return
         self._shown_request = req.index
         c = req.cache
-        keys = trace.store.get_list(req.selected) if 0 <= req.selected < len(trace.store.lists) else ()
-        blocks = list(c.block_tokens) or [trace.message_tokens(key) for key in keys]
-        offset = len(blocks) - len(keys)
-        labels = []
-        for i in range(len(blocks)):
-            j = i - offset
-            if 0 <= j < len(keys):
-                msg = trace.store.messages.get(keys[j], {})
-                labels.append(f"message {j} · {msg.get('role', '?')}: {message_preview(msg, 100)}")
-            else:
-                labels.append("tools / system block")
-        self.strip.set_request(blocks, labels, c.read, c.write, c.break_index + offset if c.break_index is not None else None)
-        total = c.read + c.write + c.uncached
-        rate = c.read / total if total else 0.0
-        cost = f" · cost ${c.cost:.4f}" if c.cost is not None else ""
-        self.header.setText(
-            f"Request #{req.index} (turn {req.turn}, call {req.call}) · {total:,} tok · "
-            f"read {c.read:,} · written {c.write:,} · uncached {c.uncached:,} · hit {rate:.0%}{cost}"
-        )
-        words = REASON_WORDS.get(c.reason_kind, c.reason_kind or "No cache outcome recorded.")
-        if c.reason and c.reason_kind != "hit":
-            words = f"{words} {c.reason[0].upper()}{c.reason[1:]}."
-        elif c.reason:
-            words = c.reason[0].upper() + c.reason[1:] + "."
-        self.reason.setText(words)
-        colour = theme.CACHE_READ if c.reason_kind == "hit" else (theme.FAULT if c.reason_kind == "prefix_break" else "#455a64")
-        self.reason.set_colours(colour)
+        self.strip.set_request(*strip_args(trace, req))
+        self.header.setText(request_summary(req))
+        self.reason.setText(reason_words(c))
+        self.reason.set_colours(reason_colour(c))
         self._cause = c.cause_event
         self.cause_button.setEnabled(c.cause_event is not None)
         self.cause_button.setText(f"Go to cause (event {c.cause_event:,})" if c.cause_event is not None else "Go to cause")
@@ -292,6 +433,11 @@ class CachePanel(Panel):
             self.jump_requested.emit(self._cause)
 
     def _jump_to_x(self, x: float) -> None:
+        if self.compare is not None:
+            k = self.compare.primary_event_for_x(x)
+            if k is not None:
+                self.jump_requested.emit(int(k))
+            return
         fig = self._fig
         if fig is None:
             return

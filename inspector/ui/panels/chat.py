@@ -291,6 +291,23 @@ class ChatPanel(Panel):
             self._owns_session = False
         return stopped
 
+    def reset(self, timeout_ms: int = 10_000) -> bool:
+        """Forget the current conversation (closing a session made here) so a new chat can start.
+
+        False when a message in flight did not stop in time (nothing is reset then).
+        """
+        if not self.shutdown(timeout_ms):
+            return False
+        self._session = None
+        self._factory = None
+        self._owns_session = False
+        self.view.clear()
+        self.input.clear()
+        self._update_endpoint()
+        self._set_busy(False)
+        self._status("Ready.")
+        return True
+
     # -- worker signals (GUI thread) --------------------------------------------------------------
     def _on_session_ready(self, session: Any) -> None:
         self._session = session

@@ -7,12 +7,14 @@ not step the count, which is exactly what Hermes does with them.
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from inspector.trace.model import Trace
 from inspector.ui import plots, theme
+from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
 from inspector.ui.derive import Compression, TraceFigures, figures, step_points
 from inspector.ui.panels.base import Panel
@@ -32,7 +34,7 @@ def describe(c: Compression) -> str:
     )
 
 
-class CompressionPanel(Panel):
+class CompressionPanel(CompareAware, Panel):
     panel_id = "compression"
     title = "Compression timeline"
     area = Qt.DockWidgetArea.TopDockWidgetArea
@@ -56,6 +58,10 @@ class CompressionPanel(Panel):
         self._fig: TraceFigures | None = None
         self._by_event: dict[int, Compression] = {}
         self._summary = ""
+        self.legend = self.plot.addLegend(offset=(8, 4), labelTextColor=theme.PLOT_FG,
+                                          brush=pg.mkBrush(255, 255, 255, 220), colCount=4)
+        self.run_items: list[pg.GraphicsObject] = []  # comparison overlays
+        self._run_counts: list = []
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.setSpacing(2)
@@ -67,6 +73,10 @@ class CompressionPanel(Panel):
 
     def render_trace(self, trace: Trace | None) -> None:
         self._fig = None
+        plots.remove_items(self.plot, self.run_items, self.legend)
+        if self.compare is not None and trace is not None:
+            self._render_compare()
+            return
         if trace is None or not trace.requests:
             self.step.setData([], [])
             self.dots.setData([])
@@ -95,7 +105,37 @@ class CompressionPanel(Panel):
         n_bad = len(fig.compressions) - n_ok
         self._summary = f"{n_ok} compressions" + (f", {n_bad} faulted" if n_bad else "")
 
+    def _render_compare(self) -> None:
+        """compression_count of every run as a staircase in its colour, a dot per committed compression."""
+        view = self.compare
+        assert view is not None
+        self.step.setData([], [])
+        self.dots.setData([])
+        counts = view.series("compression_count")
+        self._run_counts = counts
+        self.run_items = plots.overlay_runs(self.plot, view, counts, legend=self.legend, step=True)
+        spots = []
+        for run, points in enumerate(view.compressions()):
+            if run not in view.runs:
+                continue
+            for p in points:
+                tip = (f"{view.label(run)}: compress at event {p['event']} (turn {p['turn']})\n"
+                       f"before {p['tokens_before'] or 0:,} tok → after {p['tokens_after'] or 0:,} tok")
+                spots.append({"pos": (p["x"], p["count_after"] or 0), "data": tip,
+                              "brush": pg.mkBrush(view.color(run)), "symbol": "o"})
+        self.dots.setData(spots)
+        top = max([float(np.nanmax(c)) for c in counts if np.isfinite(c).any()] or [1.0])
+        self.plot.setYRange(-0.2, max(1.0, top) + 0.6, padding=0)
+        self.plot.setXRange(-0.5, max(1, view.row_count) - 0.5, padding=0.01)
+        self._summary = " · ".join(f"{view.label(r)}: {len(view.compressions()[r])}" for r in view.runs)
+
     def render_cursor(self, k: int) -> None:
+        if self.compare is not None:
+            if self._trace is not None and len(self._trace):
+                row = self.compare.row_at(k)
+                self.cursor_line.set_x(None if row is None else float(row))
+                self.readout.setText(f"Compressions committed — {self._summary}")
+            return
         fig, trace = self._fig, self._trace
         if fig is None or trace is None:
             return
@@ -109,6 +149,11 @@ class CompressionPanel(Panel):
         self.readout.setText(text)
 
     def _jump_to_x(self, x: float) -> None:
+        if self.compare is not None:
+            k = self.compare.primary_event_for_x(x)
+            if k is not None:
+                self.jump_requested.emit(int(k))
+            return
         fig = self._fig
         if fig is None:
             return
@@ -118,6 +163,9 @@ class CompressionPanel(Panel):
 
     def _clicked(self, x: float) -> None:
         """A click near a compression dot selects that compress event, elsewhere the request."""
+        if self.compare is not None:
+            self._jump_to_x(x)
+            return
         fig = self._fig
         if fig is None:
             return

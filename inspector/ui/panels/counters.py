@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QGridLayout, QVBoxLayout, QWidget
 from inspector.trace import model as tm
 from inspector.trace.model import Trace
 from inspector.ui import theme
+from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
 from inspector.ui.panels.base import Panel
 
@@ -64,7 +65,7 @@ def _label(text: str = "", *, bold: bool = False, align_right: bool = False, wid
     return label
 
 
-class CountersPanel(Panel):
+class CountersPanel(CompareAware, Panel):
     panel_id = "counters"
     title = "Token counters"
     area = Qt.DockWidgetArea.RightDockWidgetArea
@@ -94,15 +95,107 @@ class CountersPanel(Panel):
         # always present (empty when there is nothing to say) so showing an alert moves nothing
         self.alert = theme.readout_label(2)
 
+        self.single_box = QWidget()
+        single = QVBoxLayout(self.single_box)
+        single.setContentsMargins(0, 0, 0, 0)
+        single.addWidget(self.where)
+        single.addLayout(grid)
+        single.addWidget(self.usage_bar)
+        single.addWidget(self.alert)
+        # comparison mode: one column per run (value, and the delta to the first run), built per comparison
+        self.compare_box = QWidget()
+        self.compare_box.hide()
+        self.compare_grid = QGridLayout(self.compare_box)
+        self.compare_grid.setContentsMargins(0, 0, 0, 0)
+        self.compare_grid.setHorizontalSpacing(8)
+        self.compare_grid.setVerticalSpacing(3)
+        self.compare_where = theme.readout_label(1)
+        self.run_cells: dict[tuple[int, str], tuple[theme.TextLine, theme.TextLine]] = {}
+
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
-        layout.addWidget(self.where)
-        layout.addLayout(grid)
-        layout.addWidget(self.usage_bar)
-        layout.addWidget(self.alert)
+        layout.addWidget(self.single_box)
+        layout.addWidget(self.compare_where)
+        layout.addWidget(self.compare_box)
         layout.addStretch(1)
+        self.compare_where.hide()
+
+    def _build_compare_grid(self) -> None:
+        """One column per run; each attribute takes two grid rows: the value, then its delta to run 1.
+
+        Stacking the delta under the value keeps three or four runs inside a narrow dock.
+        """
+        view = self.compare
+        while self.compare_grid.count():
+            item = self.compare_grid.takeAt(0)
+            if item.widget() is not None:
+                item.widget().deleteLater()
+        self.run_cells = {}
+        if view is None:
+            return
+        self.compare_grid.addWidget(_label("", bold=True, widest="Compressions"), 0, 0)
+        for col, run in enumerate(view.runs):
+            head = _label(view.label(run), bold=True, align_right=True, widest=max(view.label(run)[:16], "9,999,999", key=len))
+            head.set_colours(view.color(run))
+            head.setToolTip(theme.plain_tooltip(view.label(run)))
+            self.compare_grid.addWidget(head, 0, 1 + col)
+        for i, (name, text) in enumerate(ROWS):
+            row = 1 + 2 * i
+            key = _label(text, widest="Completion tokens")
+            key.setToolTip(name)
+            self.compare_grid.addWidget(key, row, 0)
+            for col, run in enumerate(view.runs):
+                value = _label("–", bold=True, align_right=True, widest="9,999,999")
+                delta = _label("", align_right=True, widest="Δ -999,999")
+                self.compare_grid.addWidget(value, row, 1 + col)
+                self.compare_grid.addWidget(delta, row + 1, 1 + col)
+                self.run_cells[(run, name)] = (value, delta)
+        self.compare_grid.setColumnStretch(0, 1)
+        note = theme.TextLine(2)
+        note.setText(f"Second line: Δ vs {view.label(view.runs[0])}. Grey value: that run sent no request "
+                     "at this row (the value in force from its last one).")
+        note.set_colours("#78909c")
+        self.compare_grid.addWidget(note, 1 + 2 * len(ROWS), 0, 1, 1 + len(view.runs))
+
+    def _render_compare_cursor(self, k: int) -> None:
+        from inspector.compare import counters_at
+
+        view = self.compare
+        assert view is not None
+        row = view.row_at(k)
+        self.compare_where.setText(f"Primary {view.label(view.primary)} event {k} · {view.describe_row(row)}")
+        states = counters_at(view.comparison, row if row is not None else 0)
+        for run in view.runs:
+            state = states[run] if run < len(states) else None
+            for name, _text in ROWS:
+                value_cell, delta_cell = self.run_cells[(run, name)]
+                if state is None:
+                    value_cell.setText("–")
+                    delta_cell.setText("")
+                    continue
+                value = state.get(name, 0)
+                text = f"{value} (reset)" if value < 0 else theme.fmt_int(value)
+                value_cell.setText(text)
+                # grey: the run sent nothing at this row; the value is the one in force from its last request
+                value_cell.set_colours(None if state.get("exact", True) else "#9e9e9e")
+                value_cell.setToolTip("" if state.get("exact", True) else
+                                      "This run sent no request at this row: the value in force from its last request")
+                d = (state.get("delta") or {}).get(name)
+                if run == view.runs[0] or d is None or value < 0:
+                    delta_cell.setText("")
+                else:
+                    delta_cell.setText("Δ " + theme.fmt_delta(d))
+                    delta_cell.set_colours("#2e7d32" if d < 0 else ("#c62828" if d > 0 else "#9e9e9e"))
 
     def render_trace(self, trace: Trace | None) -> None:
+        comparing = self.compare is not None and trace is not None
+        self.single_box.setVisible(not comparing)
+        self.compare_box.setVisible(comparing)
+        self.compare_where.setVisible(comparing)
+        if comparing:
+            self._build_compare_grid()
+        else:
+            self._build_compare_grid_clear()
         if trace is None or not len(trace):
             for name in self.values:
                 self.values[name].setText("–")
@@ -112,9 +205,18 @@ class CountersPanel(Panel):
             self.alert.setText("")
             self.alert.set_colours()
 
+    def _build_compare_grid_clear(self) -> None:
+        if self.run_cells:
+            saved, self.compare = self.compare, None
+            self._build_compare_grid()
+            self.compare = saved
+
     def render_cursor(self, k: int) -> None:
         trace = self._trace
         if trace is None or not len(trace):
+            return
+        if self.compare is not None:
+            self._render_compare_cursor(k)
             return
         state = trace.state_at(k)
         req = trace.request_at(k)

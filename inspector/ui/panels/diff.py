@@ -16,10 +16,15 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QBrush, QColor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
     QHeaderView,
+    QLabel,
     QPlainTextEdit,
     QSplitter,
     QTableView,
+    QTableWidget,
+    QTableWidgetItem,
     QTextEdit,
     QVBoxLayout,
     QWidget,
@@ -29,6 +34,7 @@ from inspector.trace import diff as tdiff
 from inspector.trace import model as tm
 from inspector.trace.model import Trace
 from inspector.ui import theme
+from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
 from inspector.ui.derive import event_lists, message_preview
 from inspector.ui.panels.base import Panel
@@ -195,7 +201,7 @@ def _u16(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-class DiffPanel(Panel):
+class DiffPanel(CompareAware, Panel):
     panel_id = "diff"
     title = "Diff"
     area = Qt.DockWidgetArea.BottomDockWidgetArea
@@ -239,13 +245,48 @@ class DiffPanel(Panel):
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
 
+        # comparison mode: every run's diff at the cursor side by side (one row each), and a run picker
+        self.compare_box = QWidget()
+        self.run_combo = QComboBox()
+        self.run_combo.setToolTip("Whose diff the table below shows")
+        self.run_combo.currentIndexChanged.connect(self._run_picked)
+        self.runs_table = QTableWidget(0, 3)
+        self.runs_table.setHorizontalHeaderLabels(["run", "compared at the cursor", "what the engine changed"])
+        self.runs_table.verticalHeader().setVisible(False)
+        self.runs_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.runs_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.runs_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.runs_table.setWordWrap(False)
+        rh = self.runs_table.horizontalHeader()
+        rh.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        rh.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        rh.resizeSection(1, 300)
+        rh.setStretchLastSection(True)
+        self.runs_table.verticalHeader().setDefaultSectionSize(20)
+        self.runs_table.cellClicked.connect(lambda r, _c: self._pick_row(r))
+        picker = QHBoxLayout()
+        picker.setContentsMargins(0, 0, 0, 0)
+        shows = QLabel("Detail below for run:")
+        shows.setTextFormat(Qt.TextFormat.PlainText)
+        picker.addWidget(shows)
+        picker.addWidget(self.run_combo)
+        picker.addStretch(1)
+        box = QVBoxLayout(self.compare_box)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(2)
+        box.addWidget(self.runs_table)
+        box.addLayout(picker)
+        self.compare_box.hide()
+        self._subject_run: int | None = None
+
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.setSpacing(4)
+        layout.addWidget(self.compare_box)
         layout.addWidget(self.header)
         layout.addWidget(split, 1)
 
-        self._cache: OrderedDict[tuple[int, int], tuple[tdiff.MessageDiff, dict[int, int], dict[str, Any]]] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, int, int], tuple[tdiff.MessageDiff, dict[int, int], dict[str, Any]]] = OrderedDict()
         self._shown: tuple[int | None, int | None] | None = None
         self.comparison: Comparison | None = None
         self._fmt_del = QTextCharFormat()
@@ -261,10 +302,49 @@ class DiffPanel(Panel):
         self.model.set_diff(None, {})
         self._clear_detail()
         self.header.setText("No trace loaded" if trace is None else "")
+        view = self.compare if trace is not None else None
+        self.compare_box.setVisible(view is not None)
+        self.run_combo.blockSignals(True)
+        self.run_combo.clear()
+        self.runs_table.setRowCount(0)
+        self._subject_run = None
+        if view is not None:
+            for run in view.runs:
+                self.run_combo.addItem(view.label(run), run)
+            self._subject_run = view.primary
+            self.run_combo.setCurrentIndex(view.runs.index(view.primary))
+            self.runs_table.setRowCount(len(view.runs))
+            for i, run in enumerate(view.runs):
+                item = QTableWidgetItem(view.label(run))
+                item.setForeground(QBrush(QColor("white")))
+                item.setBackground(QBrush(QColor(view.color(run))))
+                self.runs_table.setItem(i, 0, item)
+                self.runs_table.setItem(i, 1, QTableWidgetItem(""))
+                self.runs_table.setItem(i, 2, QTableWidgetItem(""))
+            self.runs_table.setFixedHeight(24 + 21 * len(view.runs))
+        self.run_combo.blockSignals(False)
 
-    def pair_at(self, k: int) -> tuple[str, int | None, int | None]:
-        """(title, before list, after list) compared at event k."""
-        trace = self._trace
+    def _subject(self) -> Trace | None:
+        """The trace the detail table diffs: the picked run when comparing, else the trace."""
+        if self.compare is not None and self._subject_run is not None:
+            return self.compare.trace(self._subject_run)
+        return self._trace
+
+    def _run_picked(self, index: int) -> None:
+        run = self.run_combo.itemData(index)
+        if run is None or run == self._subject_run:
+            return
+        self._subject_run = int(run)
+        self._shown = None
+        self.refresh()
+
+    def _pick_row(self, row: int) -> None:
+        if 0 <= row < self.run_combo.count():
+            self.run_combo.setCurrentIndex(row)
+
+    def pair_at(self, k: int, trace: Trace | None = None) -> tuple[str, int | None, int | None]:
+        """(title, before list, after list) compared at event k (of ``trace``, default the panel's)."""
+        trace = trace if trace is not None else self._trace
         assert trace is not None
         ev = trace.events[k]
         note = ""
@@ -282,14 +362,15 @@ class DiffPanel(Panel):
         prev = trace.requests[req.index - 1]
         return note + f"Request #{req.index} compared with request #{prev.index}", prev.selected, req.selected
 
-    def _compute(self, before: int, after: int) -> tuple[tdiff.MessageDiff, dict[int, int], dict[str, Any]]:
-        key = (before, after)
+    def _compute(self, before: int, after: int, trace: Trace | None = None
+                 ) -> tuple[tdiff.MessageDiff, dict[int, int], dict[str, Any]]:
+        trace = trace if trace is not None else self._trace
+        assert trace is not None
+        key = (id(trace), before, after)
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        trace = self._trace
-        assert trace is not None
         store = trace.store
         kb = store.get_list(before) if before != EMPTY_LIST else ()
         ka = store.get_list(after) if after != EMPTY_LIST else ()
@@ -300,16 +381,50 @@ class DiffPanel(Panel):
         st = tdiff.stats(diff, lambda m: tokens.get(id(m), 0))
         result = (diff, tokens, st)
         self._cache[key] = result
-        if len(self._cache) > self.CACHE_SIZE:
+        if len(self._cache) > self.CACHE_SIZE * max(1, len(self.compare.runs) if self.compare else 1):
             self._cache.popitem(last=False)
         return result
+
+    def _render_runs(self, k: int) -> int | None:
+        """Fill the side-by-side table; returns the subject run's event at the cursor."""
+        view = self.compare
+        assert view is not None
+        events = view.events_at(k)
+        for i, run in enumerate(view.runs):
+            trace, k_run = view.trace(run), events.get(run)
+            if trace is None or k_run is None or not len(trace):
+                self.runs_table.item(i, 1).setText("no events")
+                self.runs_table.item(i, 2).setText("")
+                continue
+            title, before, after = self.pair_at(k_run, trace)
+            self.runs_table.item(i, 1).setText(f"event {k_run}: " + title.split(":")[0])
+            self.runs_table.item(i, 1).setToolTip(theme.plain_tooltip(title))
+            if before is None or after is None:
+                self.runs_table.item(i, 2).setText("")
+                continue
+            _diff, _tokens, st = self._compute(before, after, trace)
+            text = self.summary(st)
+            self.runs_table.item(i, 2).setText(text)
+            self.runs_table.item(i, 2).setToolTip(theme.plain_tooltip(text.replace(" · ", "\n")))
+        subject = self._subject_run if self._subject_run is not None else view.primary
+        return events.get(subject)
 
     def render_cursor(self, k: int) -> None:
         trace = self._trace
         if trace is None or not len(trace):
             self.header.setText("No trace loaded" if trace is None else "The trace has no events")
             return
-        title, before, after = self.pair_at(k)
+        if self.compare is not None:
+            k_subject = self._render_runs(k)
+            trace = self._subject()
+            if trace is None or k_subject is None or not len(trace):
+                return
+            k = trace.clamp(k_subject)
+            label = self.compare.label(self._subject_run if self._subject_run is not None else self.compare.primary)
+            title, before, after = self.pair_at(k, trace)
+            title = f"[{label}] {title}"
+        else:
+            title, before, after = self.pair_at(k)
         if (before, after) == self._shown and self.comparison is not None and self.comparison.title == title:
             return
         self._shown = (before, after)
@@ -319,7 +434,7 @@ class DiffPanel(Panel):
             self._clear_detail()
             self.header.setText(title)
             return
-        diff, tokens, st = self._compute(before, after)
+        diff, tokens, st = self._compute(before, after, trace)
         self.comparison = Comparison(title, before, after, diff, st)
         self.model.set_diff(diff, tokens)
         self.header.setText(title + "\n" + self.summary(st))

@@ -10,9 +10,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from inspector.trace.model import Trace
 from inspector.ui import theme
@@ -64,8 +73,15 @@ class EnginePanel(Panel):
     title = "Engine"
     area = Qt.DockWidgetArea.BottomDockWidgetArea
 
+    #: the user asked for the engine doctor on this engine (the window runs it in the Doctor dock)
+    doctor_requested = Signal(str)
+
     def __init__(self, cursor: Cursor, parent: QWidget | None = None) -> None:
         super().__init__(cursor, parent)
+        self.doctor_button = QPushButton("Run doctor…")
+        self.doctor_button.setToolTip("Load this engine the way Hermes would and check every hook (Doctor panel)")
+        self.doctor_button.clicked.connect(self._doctor)
+        self._engine_name = ""
         self.header = QLabel()
         self.header.setTextFormat(Qt.TextFormat.PlainText)
         self.header.setWordWrap(True)
@@ -80,9 +96,13 @@ class EnginePanel(Panel):
         self.tree.header().resizeSection(0, 220)
         self.tree.setAlternatingRowColors(True)
         self.tree.setUniformRowHeights(True)
+        head = QHBoxLayout()
+        head.setContentsMargins(0, 0, 0, 0)
+        head.addWidget(self.header, 1)
+        head.addWidget(self.doctor_button, 0, Qt.AlignmentFlag.AlignTop)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(self.header)
+        layout.addLayout(head)
         layout.addWidget(self.tree, 1)
         self.status_item: QTreeWidgetItem | None = None
         self._status_shown: object = None
@@ -99,6 +119,7 @@ class EnginePanel(Panel):
         self.tree.clear()
         self.status_item = None
         self._status_shown = object()
+        self._engine_name = ""
         if trace is None:
             self.header.setText("No trace loaded")
             return
@@ -106,9 +127,12 @@ class EnginePanel(Panel):
         if not isinstance(engine, dict):
             engine = {"name": engine}
         name = engine.get("name", "unknown engine")
+        self._engine_name = str(name) if name != "unknown engine" else ""
         version = engine.get("version")
         source = engine.get("source")
-        self.header.setText(f"{name}" + (f" {version}" if version else "") + (f" · {source}" if source else ""))
+        label = str(trace.meta.get("label") or "")
+        self.header.setText((f"[{label}] " if label and label != name else "") + f"{name}"
+                            + (f" {version}" if version else "") + (f" · {source}" if source else ""))
         top = self._section("Engine")
         for key, value in engine.items():
             if key not in dict(_SECTIONS):
@@ -139,6 +163,9 @@ class EnginePanel(Panel):
             sec = self._section("Trace")
             for k, v in rest.items():
                 add_value(sec, k, v)
+
+    def _doctor(self) -> None:
+        self.doctor_requested.emit(self._engine_name)
 
     def render_cursor(self, k: int) -> None:
         trace = self._trace

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from inspector.trace.model import Trace
 from inspector.ui import plots, theme
+from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
 from inspector.ui.derive import TraceFigures, figures, step_points
 from inspector.ui.panels.base import Panel
@@ -23,7 +24,7 @@ from inspector.ui.panels.base import Panel
 _SERIES_NAMES = {"tiktoken": "tokenizer", "rough": "rough estimate", "rough_chars": "rough estimate"}
 
 
-class TimelinePanel(Panel):
+class TimelinePanel(CompareAware, Panel):
     panel_id = "timeline"
     title = "Token timeline"
     area = Qt.DockWidgetArea.TopDockWidgetArea
@@ -44,6 +45,8 @@ class TimelinePanel(Panel):
         self.cursor_line = plots.CursorLine(self.plot, self._dragged)
         plots.connect_click(self.plot_widget, self.plot, self._clicked)
         self._fig: TraceFigures | None = None
+        self.run_items: list[pg.GraphicsObject] = []  # comparison overlays (one curve per run)
+        self._run_prompt: list[np.ndarray] = []
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
@@ -63,7 +66,12 @@ class TimelinePanel(Panel):
         for item in self.markers:
             self.plot.removeItem(item)
         self.markers = []
+        plots.remove_items(self.plot, self.run_items, self.legend)
         self._fig = None
+        if self.compare is not None and trace is not None:
+            self._render_compare()
+            return
+        self.plot.setLabel("bottom", "request", color=theme.PLOT_FG)
         if trace is None or not trace.requests:
             self.threshold.setData([], [])
             self.context.setData([], [])
@@ -101,8 +109,52 @@ class TimelinePanel(Panel):
         self.plot.setXRange(-0.5, fig.n - 0.5, padding=0.01)
         self.plot.enableAutoRange(axis="y")
 
+    def _render_compare(self) -> None:
+        """Overlay: prompt tokens of every run on the alignment rows, thresholds dashed, one colour per run."""
+        view = self.compare
+        assert view is not None
+        for item in (self.threshold, self.context):
+            item.setData([], [])
+            self.legend.removeItem(item)
+        self._run_prompt = view.series("prompt_tokens")
+        self.run_items = plots.overlay_runs(self.plot, view, self._run_prompt, legend=self.legend)
+        self.run_items += plots.overlay_runs(self.plot, view, view.series("threshold_tokens"), dashed=True, step=True)
+        top = max([float(np.nanmax(a)) for a in self._run_prompt if np.isfinite(a).any()] or [1.0])
+        for run, points in enumerate(view.compressions()):
+            if run in view.runs and points:
+                self.run_items += plots.vertical_markers(self.plot, [p["x"] for p in points], view.color(run),
+                                                         y_span=(0, top))
+        self.plot.setXRange(-0.5, max(1, view.row_count) - 0.5, padding=0.01)
+        self.plot.enableAutoRange(axis="y")
+        self.plot.setLabel("bottom", "aligned request (turn, call)", color=theme.PLOT_FG)
+
+    def _render_compare_cursor(self, k: int) -> None:
+        view = self.compare
+        assert view is not None
+        row = view.row_at(k)
+        self.cursor_line.set_x(None if row is None else float(row))
+        if row is None:
+            self.readout.setText(f"Event {k}: before the first provider request")
+            return
+        parts = [view.describe_row(row).capitalize()]
+        first = self._run_prompt[view.runs[0]][row] if self._run_prompt else float("nan")
+        for run in view.runs:
+            y = self._run_prompt[run][row]
+            if not np.isfinite(y):
+                parts.append(f"{view.label(run)} –")
+                continue
+            text = f"{view.label(run)} {int(y):,}"
+            if run != view.runs[0] and np.isfinite(first):
+                text += f" ({int(y - first):+,})"
+            parts.append(text)
+        self.readout.setText(" · ".join(parts))
+
     # -- cursor -----------------------------------------------------------------------------------
     def render_cursor(self, k: int) -> None:
+        if self.compare is not None:
+            if self._trace is not None and len(self._trace):
+                self._render_compare_cursor(k)
+            return
         fig = self._fig
         trace = self._trace
         if fig is None or trace is None:
@@ -124,6 +176,11 @@ class TimelinePanel(Panel):
         self.readout.setText(" · ".join(parts))
 
     def _jump_to_x(self, x: float) -> None:
+        if self.compare is not None:
+            k = self.compare.primary_event_for_x(x)
+            if k is not None:
+                self.jump_requested.emit(int(k))
+            return
         fig = self._fig
         if fig is None:
             return

@@ -1,0 +1,249 @@
+"""Follow: replay a session another program is writing (a growing JSONL, a Hermes state.db) as it grows.
+
+The panel is a source of traces, like the chat panel: a :class:`~inspector.live.follow.Follower`
+polls on a worker QThread (engine loading and replaying turns take time; the window must stay
+responsive), and after each poll that replayed new turns it emits a trace snapshot through
+:attr:`FollowPanel.trace_updated`, which the window shows in every panel. Stop ends the
+engine's session (``on_session_end``) and emits the final trace.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inspector.trace.model import Trace
+from inspector.ui import theme
+
+#: () -> (config, plugin_dirs); asked at Start so the panel always uses the window's current config
+ConfigProvider = Callable[[], tuple[dict[str, Any], list[str]]]
+
+
+class _FollowWorker(QObject):
+    update = Signal(object, int, int)  # snapshot, turns added, turns played
+    status = Signal(str)
+    done = Signal(object)  # final trace or None
+    failed = Signal(str, str)
+
+    def __init__(self, source: str, engine: str, config: dict[str, Any], plugin_dirs: list[str], interval: float,
+                 stop: threading.Event, max_seconds: float | None) -> None:
+        super().__init__()
+        self.source, self.engine, self.config = source, engine, config
+        self.plugin_dirs, self.interval, self.stop = plugin_dirs, interval, stop
+        self.max_seconds = max_seconds
+
+    @Slot()
+    def run(self) -> None:
+        from inspector.live.follow import Follower
+
+        follower = None
+        try:
+            self.status.emit(f"Loading {self.engine or 'the configured engine'}…")
+            follower = Follower(self.source, self.engine or None, self.config, plugin_dirs=self.plugin_dirs,
+                                interval=self.interval)
+            self.status.emit(f"Following {self.source} (polling every {self.interval:g}s)…")
+
+            def on_update(snapshot: Trace, added: int) -> None:
+                self.update.emit(snapshot, int(added), int(follower.played))
+
+            follower.run(self.stop, on_update, max_seconds=self.max_seconds)
+            if follower.last_error:
+                self.status.emit(f"Last read error: {follower.last_error}")
+            final = follower.close()
+            from inspector.live.session import snapshot_trace
+
+            self.done.emit(snapshot_trace(final) if final is not None else None)
+        except BaseException as exc:  # noqa: BLE001 - a reader or engine error is shown, never raised into Qt
+            if follower is not None:
+                try:
+                    follower.close()
+                except Exception:  # noqa: BLE001
+                    pass
+            self.failed.emit(f"{type(exc).__name__}: {exc}", traceback.format_exc())
+
+
+class FollowPanel(QWidget):
+    """Source, engine and poll interval; Start / Stop; what was replayed so far."""
+
+    panel_id = "follow"
+    title = "Follow"
+
+    #: a snapshot of the follow trace after each poll that replayed new turns (and the final one)
+    trace_updated = Signal(object)
+    running_changed = Signal(bool)
+
+    def __init__(self, config_provider: ConfigProvider | None = None, engines: list[str] | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("panel_follow")
+        self.config_provider = config_provider or (lambda: ({}, []))
+        self.source_edit = QLineEdit()
+        self.source_edit.setPlaceholderText("growing .jsonl transcript, or state.db / state.db#session_id")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        source_row = QHBoxLayout()
+        source_row.setContentsMargins(0, 0, 0, 0)
+        source_row.addWidget(self.source_edit, 1)
+        source_row.addWidget(browse)
+        self.engine_combo = QComboBox()
+        self.engine_combo.setEditable(True)
+        self.set_engines(engines or ["compressor"])
+        self.interval = QDoubleSpinBox()
+        self.interval.setRange(0.05, 60.0)
+        self.interval.setValue(1.0)
+        self.interval.setSuffix(" s")
+        self.interval.setSingleStep(0.5)
+        self.start_button = QPushButton("Start following")
+        self.stop_button = QPushButton("Stop")
+        self.start_button.clicked.connect(lambda: self.start())
+        self.stop_button.clicked.connect(self.stop)
+        self.status_label = QLabel("Not following. Pick a source another program is writing, then Start.")
+        self.status_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.status_label.setWordWrap(True)
+        self.status_label.setObjectName("follow_status")
+        form = QFormLayout()
+        form.addRow("Source", source_row)
+        form.addRow("Engine", self.engine_combo)
+        form.addRow("Poll every", self.interval)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.start_button)
+        buttons.addWidget(self.stop_button)
+        buttons.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        layout.addWidget(self.status_label)
+        layout.addStretch(1)
+        self._thread: QThread | None = None
+        self._worker: _FollowWorker | None = None
+        self._stop = threading.Event()
+        self.played = 0
+        self.updates = 0
+        self._set_running(False)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def set_engines(self, names: list[str], current: str | None = None) -> None:
+        keep = current or self.engine_combo.currentText()
+        self.engine_combo.clear()
+        self.engine_combo.addItems(names)
+        if keep:
+            self.engine_combo.setCurrentText(keep)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Follow which session?", "",
+                                              "Sessions (*.jsonl *.json *.db *.sqlite *.sqlite3);;All files (*)")
+        if path:
+            self.source_edit.setText(path)
+
+    def start(self, source: str | None = None, engine: str | None = None, *, max_seconds: float | None = None) -> bool:
+        """Start following (arguments default to the form); False when already running or no source."""
+        if self.running:
+            self._status("Already following; Stop first.")
+            return False
+        if source is not None:
+            self.source_edit.setText(source)
+        if engine is not None:
+            self.engine_combo.setCurrentText(engine)
+        src = self.source_edit.text().strip()
+        if not src:
+            self._status("Choose a source first: a growing .jsonl transcript or a Hermes state.db.")
+            return False
+        try:
+            config, plugin_dirs = self.config_provider()
+        except Exception as exc:  # noqa: BLE001 - a broken config.yaml is a message, not a crash
+            self._status(f"Could not read the config: {exc}")
+            return False
+        self._stop = threading.Event()
+        self.played = 0
+        self.updates = 0
+        worker = _FollowWorker(src, self.engine_combo.currentText().strip(), config, list(plugin_dirs),
+                               float(self.interval.value()), self._stop, max_seconds)
+        thread = QThread()
+        thread.setObjectName("inspector-follow")
+        worker.moveToThread(thread)
+        thread.started.connect(worker.run)
+        worker.update.connect(self._on_update)
+        worker.status.connect(self._status)
+        worker.done.connect(self._on_done)
+        worker.failed.connect(self._on_failed)
+        self._thread, self._worker = thread, worker
+        self._set_running(True)
+        thread.start()
+        return True
+
+    def stop(self) -> None:
+        """Stop polling; the worker ends the engine's session and emits the final trace."""
+        if self.running:
+            self._stop.set()
+            self._status("Stopping…")
+
+    def shutdown(self, timeout_ms: int = 10_000) -> bool:
+        """Stop and wait for the worker (window close); True when it ended in time."""
+        thread = self._thread
+        if thread is None:
+            return True
+        self._stop.set()
+        stopped = thread.wait(timeout_ms)
+        if stopped:
+            self._cleanup()
+        return stopped
+
+    # -- worker signals (GUI thread) -------------------------------------------------------------
+    def _on_update(self, snapshot: Trace, added: int, played: int) -> None:
+        self.played = played
+        self.updates += 1
+        self._status(f"Following: {played} turn{'s' if played != 1 else ''} replayed "
+                     f"({len(snapshot.requests)} requests); +{added} just now.")
+        self.trace_updated.emit(snapshot)
+
+    def _on_done(self, trace: Trace | None) -> None:
+        self._cleanup()
+        self._status(f"Stopped after {self.played} turn{'s' if self.played != 1 else ''}.")
+        if trace is not None:
+            self.trace_updated.emit(trace)
+
+    def _on_failed(self, message: str, details: str) -> None:
+        self._cleanup()
+        self._status(f"Follow failed: {message}")
+        self.status_label.setToolTip(theme.plain_tooltip(details[-3000:]))
+
+    def _cleanup(self) -> None:
+        thread, worker = self._thread, self._worker
+        self._thread, self._worker = None, None
+        if thread is not None:
+            thread.quit()
+            thread.wait()
+            thread.deleteLater()
+        if worker is not None:
+            worker.deleteLater()
+        self._set_running(False)
+
+    def _set_running(self, running: bool) -> None:
+        self.start_button.setEnabled(not running)
+        self.stop_button.setEnabled(running)
+        self.source_edit.setEnabled(not running)
+        self.engine_combo.setEnabled(not running)
+        self.running_changed.emit(running)
+
+    def _status(self, text: str) -> None:
+        self.status_label.setText(text)
