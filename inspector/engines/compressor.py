@@ -212,6 +212,7 @@ class ContextCompressor(ContextEngine):
         *,
         now: Any = None,
         clock: Callable[[], float] | None = None,
+        offline_stand_in: bool = False,
         model_thresholds: dict[str, Any] | None = None,
         proactive_prune_tokens: int = 0,
         proactive_prune_min_result_chars: int = 8000,
@@ -244,6 +245,11 @@ class ContextCompressor(ContextEngine):
         self.proactive_prune_min_reclaim_tokens = max(0, _as_int(proactive_prune_min_reclaim_tokens))
         self._now = now
         self._clock: Callable[[], float] = clock or time.monotonic
+        # Inspector offline mode: with no auxiliary provider at all, the deterministic summary
+        # stands in for the one Hermes' `auxiliary.compression: auto` would get from the main
+        # model, so it triggers neither the no-provider cooldown nor the fallback streak.
+        self.offline_stand_in = bool(offline_stand_in)
+        self._last_summary_offline_stand_in = False
 
         # The configured percent is snapshotted once; every recomputation starts from it.
         self._config_threshold_percent = float(threshold_percent)
@@ -489,7 +495,9 @@ class ContextCompressor(ContextEngine):
     def record_completed_compaction(self, *, used_fallback: bool) -> None:
         """Called by the host after a committed boundary; arms the next real-usage verdict."""
         self._verify_compaction_cleared_threshold = True
-        if used_fallback:
+        if used_fallback and self._last_summary_offline_stand_in:
+            pass  # an offline stand-in is neither a healthy summary nor a failed one
+        elif used_fallback:
             self._fallback_compression_streak += 1
         else:
             self._fallback_compression_streak = 0
@@ -845,7 +853,10 @@ class ContextCompressor(ContextEngine):
         detail = str(exc)[:300]
         if kind != "timeout":
             self._consecutive_timeout_failures = 0
-        if kind == "no_provider":
+        if kind == "no_provider" and self.offline_stand_in:
+            self._last_summary_offline_stand_in = True
+            self._last_summary_error = NO_PROVIDER_ERROR + " (offline replay: the deterministic summary stands in)"
+        elif kind == "no_provider":
             self._set_failure_cooldown(COOLDOWN_NO_PROVIDER, kind)
             self._last_summary_error = NO_PROVIDER_ERROR
         elif kind == "timeout":
@@ -1022,6 +1033,7 @@ class ContextCompressor(ContextEngine):
         # 1. per-call flags
         self._last_compress_aborted = False
         self._last_summary_fallback_used = False
+        self._last_summary_offline_stand_in = False
         self._last_summary_dropped_count = 0
         self._last_compression_made_progress = False
         self._last_summary_from_cache = False

@@ -96,6 +96,9 @@ HOST_DIFFERENCES = [
     "Engine tool calls found in the transcript are dispatched to the engine; the transcript's recorded result "
     "stays in the history and the engine's result is recorded beside it.",
     "Compaction summaries written by the original agent are not replayed into the history; they appear as markers.",
+    "With no auxiliary provider at all, the built-in compressor's deterministic summary stands in for the LLM "
+    "summary Hermes' `auxiliary.compression: auto` would obtain from the main model: no no-provider cooldown, "
+    "no fallback streak (inspector.offline_fallback_counts: true restores Hermes' strict rule).",
     "During a replay, the built-in compressor's failure-cooldown clock follows the transcript's timestamps "
     "(30 s per request without them); plugin engines see the wall clock.",
     "Inline hooks run under a watchdog (inspector.hook_timeout_seconds); Hermes has no such timeout.",
@@ -206,6 +209,7 @@ class HostSettings:
         timeout = comp.get("context_timeout_seconds", 120)
         self.compress_timeout = float(timeout) if timeout is not None else 120.0
         self.hook_timeout = float(insp.get("hook_timeout_seconds", 30) or 0)
+
         self.platform = "cli"
 
 
