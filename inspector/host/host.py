@@ -897,7 +897,12 @@ class Host:
             if self._overflow(tik, pressure):
                 continue
             break
-        response = responder.respond(list(selected), self.tools)
+        try:
+            response = responder.respond(list(selected), self.tools)
+        except Exception as exc:
+            if getattr(exc, "kind", None) == "context_overflow" and self._provider_overflow(exc, pressure):
+                return self._request_cycle(responder)  # compacted: re-assemble and select again
+            raise
         if response is None:
             return None
         if self.clock is not None:
@@ -936,6 +941,15 @@ class Host:
             return True
         self._overflow_attempts = 3
         return self._overflow(tik, rough)
+
+    def _provider_overflow(self, exc: Exception, rough: int) -> bool:
+        """A real provider rejected the request as too long (§2.7): compress and retry, 3 times at most."""
+        if not self.settings.compression_enabled or self._overflow_attempts >= 3:
+            return False
+        self._overflow_attempts += 1
+        self.fault("context_overflow", f"the provider rejected the request as too long ({exc}); Hermes compresses "
+                   f"and retries (attempt {self._overflow_attempts} of 3)")
+        return self._compress(rough, site="overflow")
 
     def _record_response(
         self,

@@ -35,8 +35,8 @@ LIVE_DIFFERENCES = [
     "Only the engine's tools are offered to the model; a call to any other tool gets a JSON error result.",
     "Transient failures (timeouts, 429, 5xx, a broken stream) are retried with the same selected request, as "
     "Hermes' retry loop does, so select_context is not re-run for a retry.",
-    "Error-driven compaction (HTTP 413 / context overflow, hermes-host.md §2.7) is not emulated: the turn ends "
-    "with the error instead.",
+    "A context-overflow rejection (HTTP 413, or 400 naming the context length) triggers Hermes' error-driven "
+    "compaction (hermes-host.md §2.7): compress, re-assemble (select_context runs again) and retry, 3 times at most.",
     "No SessionDB: compaction is emulated in place; no memory provider, todo store or ephemeral system prompt.",
     "The cache panel shows the simulated provider cache beside the real cached tokens the endpoint reported.",
 ]

@@ -191,3 +191,41 @@ def test_a_failed_provider_call_still_finalises_the_turn(config, nocache):
         host.play_turn([{"role": "user", "content": "hi"}], Failing())
     assert got and got[0]["failed"] is True and got[0]["turn_exit_reason"] == "provider_error:ConnectionError"
     assert host.history[-1] == {"role": "user", "content": "hi"}  # the conversation is kept
+
+
+def test_a_provider_overflow_error_compresses_and_reassembles(config, nocache):
+    from inspector.host.host import Host
+    from inspector.host.replay import make_counter
+    from inspector.host.responders import ProviderResponse
+
+    class Overflow(Exception):
+        kind = "context_overflow"
+
+    class OnceTooLong:
+        def __init__(self):
+            self.calls = []
+
+        def wants_request(self):
+            return not self.calls or len(self.calls) < 2
+
+        def pending_inputs(self):
+            return []
+
+        def respond(self, request, tools):
+            self.calls.append(len(request))
+            if len(self.calls) == 1:
+                raise Overflow("HTTP 400: context length exceeded")
+            return ProviderResponse(message={"role": "assistant", "content": "ok"})
+
+        def tool_results(self, assistant, engine_results):
+            return []
+
+    engine = CountingEngine()
+    host = Host(engine, config, session_id="s", system_prompt="sys", counter=make_counter(config), simulator=nocache)
+    assert host.start()
+    history = [m for m in coding_session(4).messages[1:]]
+    responder = OnceTooLong()
+    host.play_turn(history, responder)
+    assert engine.compression_count == 1
+    assert responder.calls[1] < responder.calls[0]  # the retry sent the compacted request
+    assert any(host.trace.events[i].fault.kind == "context_overflow" for i in host.trace.finish().fault_events)
