@@ -8,6 +8,11 @@ the rows a view asks about, which is what lets 10,000 requests (≈50,000 events
 With a text or quick filter active the model switches to a flat list of the matching events:
 filtering a deep tree recursively is slow and hides where the hits are, while a flat result
 list reads like search results and still moves the same cursor.
+
+Painting is where the time goes: Qt asks ``data()`` once per role (seven of them) per cell,
+about 800 calls to repaint the visible rows, each crossing from C++ into Python. So the first
+time a row is painted its cells for every role are built into one flat tuple, and ``data()``
+is a dictionary lookup and an index into it.
 """
 
 from __future__ import annotations
@@ -34,6 +39,20 @@ QUICK_FILTERS = (QUICK_COMPRESSIONS, QUICK_CACHE_MISSES, QUICK_FAULTS, QUICK_BOO
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
+# Roles a view paints with → offset of that role's three cells in a row's cell tuple. The
+# item delegate asks for all of these for every cell; CheckStateRole and the rest get None.
+_CELL_OFFSET = {
+    theme.ROLE_DISPLAY: 0,
+    theme.ROLE_DECORATION: 3,
+    theme.ROLE_FONT: 6,
+    theme.ROLE_ALIGN: 9,
+    theme.ROLE_BACKGROUND: 12,
+    theme.ROLE_FOREGROUND: 15,
+}
+_SELECTABLE = theme.SELECTABLE
+_NO_FLAGS = Qt.ItemFlag.NoItemFlags
+_BOLD_KINDS = frozenset({tm.EV_TURN, tm.EV_COMPRESS})
+
 
 class EventTreeModel(QAbstractItemModel):
     """Read-only tree (or flat filtered list) over a trace's events."""
@@ -45,6 +64,7 @@ class EventTreeModel(QAbstractItemModel):
         self._row: list[int] = []
         self._children: dict[int, list[int]] = {_ROOT: []}
         self._labels: list[str | None] = []
+        self._cells: list[tuple[Any, ...] | None] = []  # per event, built on first paint
         self._flat: list[int] | None = None
         self._marked: dict[int, tm.Mark] = {}
         self._bold = QFont()
@@ -70,6 +90,7 @@ class EventTreeModel(QAbstractItemModel):
         row = [0] * m
         children: dict[int, list[int]] = {_ROOT: []}
         self._labels = [None] * m
+        self._cells = [None] * m
         if trace is None:
             self._parent, self._row, self._children = parent, row, children
             return
@@ -128,6 +149,7 @@ class EventTreeModel(QAbstractItemModel):
 
     def _refresh_marks(self) -> None:
         self._marked = {mk.event: mk for mk in self._trace.marks} if self._trace is not None else {}
+        self._cells = [None] * len(self._cells)  # the star and the background come from the marks
 
     def marks_changed(self) -> None:
         """Bookmarks were added or edited: repaint rows (and re-filter when filtering by them)."""
@@ -216,11 +238,15 @@ class EventTreeModel(QAbstractItemModel):
         """Event indices shown directly under event k's node (tree mode)."""
         return self._children.get(k, [])
 
+    def top_level(self) -> list[int]:
+        """Event indices of the top-level nodes (turns, and lifecycle events outside turns), in row order."""
+        return self._children[_ROOT]
+
     def parent(self, index: AnyIndex = QModelIndex()) -> QModelIndex:  # type: ignore[override]  # noqa: B008
-        if not index.isValid() or self._flat is not None:
+        if self._flat is not None or not index.isValid():
             return QModelIndex()
         p = self._parent[index.internalId()]
-        if p == _ROOT:
+        if p < 0:
             return QModelIndex()
         return self.createIndex(self._row[p], 0, p)
 
@@ -247,45 +273,50 @@ class EventTreeModel(QAbstractItemModel):
         return None
 
     def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        offset = _CELL_OFFSET.get(role)
+        if offset is None:
+            if role == theme.ROLE_TOOLTIP and index.isValid() and index.column() == 0 and self._trace is not None:
+                return self._tooltip(index.internalId())
+            return None
         if not index.isValid() or self._trace is None:
             return None
         k = index.internalId()
+        cells = self._cells[k]
+        if cells is None:
+            cells = self._build_cells(k)
+        return cells[offset + index.column()]
+
+    def _build_cells(self, k: int) -> tuple[Any, ...]:
+        """Every painted role of event k's three cells, laid out as ``_CELL_OFFSET`` says."""
+        assert self._trace is not None
         ev = self._trace.events[k]
-        col = index.column()
-        if role == theme.ROLE_DISPLAY:
-            if col == 0:
-                label = self.label(k)
-                return ("★ " + label) if k in self._marked else label
-            if col == 1:
-                return str(k)
-            if col == 2:
-                return f"{ev.duration * 1000:.1f}" if ev.duration else ""
-            return None
-        if role == theme.ROLE_DECORATION and col == 0:
-            return theme.kind_icon(ev.kind, ev.fault is not None)
-        if role == theme.ROLE_FOREGROUND:
-            if ev.fault is not None:
-                return self._fault_brush
-            if col > 0:
-                return self._muted_brush
-            return None
-        if role == theme.ROLE_BACKGROUND and k in self._marked:
-            return self._mark_brush
-        if role == theme.ROLE_FONT and col == 0 and ev.kind in (tm.EV_TURN, tm.EV_COMPRESS):
-            return self._bold
-        if role == theme.ROLE_TOOLTIP and col == 0:
-            parts = [f"event {k} · {ev.kind}", self.label(k)]
-            if ev.fault is not None:
-                parts.append(f"{ev.fault.kind}: {ev.fault.message}")
-            mark = self._marked.get(k)
-            if mark is not None:
-                parts.append(f"bookmark: {mark.label}\n{mark.note}".rstrip())
-            return theme.plain_tooltip("\n".join(parts))
-        if role == theme.ROLE_ALIGN and col:
-            return theme.ALIGN_RIGHT
-        return None
+        label = self.label(k)
+        marked = k in self._marked
+        faulted = ev.fault is not None
+        fg = self._fault_brush if faulted else None
+        fg_side = self._fault_brush if faulted else self._muted_brush
+        bg = self._mark_brush if marked else None
+        cells = (
+            ("★ " + label) if marked else label, str(k), f"{ev.duration * 1000:.1f}" if ev.duration else "",
+            theme.kind_icon(ev.kind, faulted), None, None,
+            self._bold if ev.kind in _BOLD_KINDS else None, None, None,
+            None, theme.ALIGN_RIGHT, theme.ALIGN_RIGHT,
+            bg, bg, bg,
+            fg, fg_side, fg_side,
+        )
+        self._cells[k] = cells
+        return cells
+
+    def _tooltip(self, k: int) -> str:
+        assert self._trace is not None
+        ev = self._trace.events[k]
+        parts = [f"event {k} · {ev.kind}", self.label(k)]
+        if ev.fault is not None:
+            parts.append(f"{ev.fault.kind}: {ev.fault.message}")
+        mark = self._marked.get(k)
+        if mark is not None:
+            parts.append(f"bookmark: {mark.label}\n{mark.note}".rstrip())
+        return theme.plain_tooltip("\n".join(parts))
 
     def flags(self, index: AnyIndex) -> Qt.ItemFlag:
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return theme.SELECTABLE
+        return _SELECTABLE if index.isValid() else _NO_FLAGS

@@ -2,6 +2,13 @@
 
 Selecting a row moves the cursor; the cursor moving selects (and reveals) the row. The text
 filter and the quick filters turn the tree into a flat list of matching events.
+
+Stepping must not repaint the whole list: a full repaint of the visible rows costs ~10 ms
+(every cell crosses into Python for seven roles), a step that only moves the selection ~1 ms.
+Two things used to force full repaints: scrolling by one row on every step once the cursor
+reached the edge, and expanding each new turn as the cursor entered it. So the list scrolls
+only when the cursor row gets within a row of the edge, and then centres it (the next half
+page of steps scrolls nothing), and turns are expanded in batches around the cursor.
 """
 
 from __future__ import annotations
@@ -23,6 +30,13 @@ from inspector.trace.model import Trace
 from inspector.ui.cursor import Cursor
 from inspector.ui.event_model import QUICK_FILTERS, EventTreeModel
 from inspector.ui.panels.base import Panel
+
+#: top-level rows expanded on each side of the cursor's turn when stepping enters a collapsed one
+#: (about ten events per turn: one expand-and-repaint per ~60 steps instead of one per ~10)
+EXPAND_AROUND = 6
+#: a cursor move longer than this (events) is a jump: only the target's turn is expanded, since
+#: each expansion costs ~0.2 ms in QTreeView and a jump repaints the whole list anyway
+STEP_SPAN = 64
 
 
 class EventsPanel(Panel):
@@ -62,6 +76,8 @@ class EventsPanel(Panel):
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setExpandsOnDoubleClick(True)
         self.view.setAllColumnsShowFocus(True)
+        # opaque: moving it then repaints the scroll bar only, not the dock beneath it
+        self.view.verticalScrollBar().setAutoFillBackground(True)
         header = self.view.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -83,6 +99,7 @@ class EventsPanel(Panel):
         layout.addLayout(quick_row)
         layout.addWidget(self.view, 1)
         self._syncing = False
+        self._last_selected: int | None = None
 
     # -- filter ---------------------------------------------------------------------------------
     def _schedule_filter(self, *_: object) -> None:
@@ -110,6 +127,7 @@ class EventsPanel(Panel):
 
     # -- panel interface --------------------------------------------------------------------------
     def render_trace(self, trace: Trace | None) -> None:
+        self._last_selected = None
         self.model.set_trace(trace)
         if self.filter_edit.text() or any(b.isChecked() for b in self.quick.values()):
             self.apply_filter()
@@ -128,23 +146,42 @@ class EventsPanel(Panel):
         self._syncing = True
         try:
             sel = self.view.selectionModel()
-            if index.isValid():
-                self._reveal(index)
-                sel.setCurrentIndex(
-                    index,
-                    QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
-                )
-                self.view.scrollTo(index, QAbstractItemView.ScrollHint.EnsureVisible)
-            else:
+            if not index.isValid():
                 sel.clearSelection()
+                return
+            stepping = self._last_selected is not None and abs(k - self._last_selected) <= STEP_SPAN
+            self._last_selected = k
+            if sel.currentIndex() == index and sel.isSelected(index):
+                # the view moved there itself (a click, its own arrow keys): it already shows it
+                self.view.scrollTo(index, QAbstractItemView.ScrollHint.EnsureVisible)
+                return
+            self._reveal(index, EXPAND_AROUND if stepping else 0)
+            # before setCurrentIndex, whose own scrollTo would otherwise scroll by one row first
+            self._keep_in_view(index)
+            sel.setCurrentIndex(
+                index,
+                QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+            )
         finally:
             self._syncing = False
 
-    def _reveal(self, index: QModelIndex) -> None:
-        """Expand the ancestors of ``index``; entering a turn expands all its requests at once.
+    def _keep_in_view(self, index: QModelIndex) -> None:
+        """Scroll only when the row is not visible with a row to spare, and then centre it.
 
-        Every expand re-lays out and repaints the whole list, so doing it once per turn instead
-        of once per request halves the cost of stepping through a long session.
+        Scrolling repaints the list; ``EnsureVisible`` at the edge scrolls on every step.
+        """
+        rect = self.view.visualRect(index)
+        margin = rect.height()
+        if rect.isValid() and rect.top() >= margin and rect.bottom() < self.view.viewport().height() - margin:
+            return
+        self.view.scrollTo(index, QAbstractItemView.ScrollHint.PositionAtCenter)
+
+    def _reveal(self, index: QModelIndex, around: int) -> None:
+        """Expand the ancestors of ``index``, and every turn within ``around`` rows of its own.
+
+        Each expansion re-lays out and repaints the whole list, so when stepping, expanding the
+        next turns (and all their requests) in one batch costs one repaint per ``around`` turns
+        instead of one per turn, in either direction.
         """
         parent = index.parent()
         chain = []
@@ -153,17 +190,24 @@ class EventsPanel(Panel):
             parent = parent.parent()
         if not chain or all(self.view.isExpanded(p) for p in chain):
             return
-        turn = chain[-1]
-        self.view.setUpdatesEnabled(False)
+        top = chain[-1]
+        model, view = self.model, self.view
+        nodes = model.top_level()
+        lo, hi = max(0, top.row() - around), min(len(nodes), top.row() + around + 1)
+        view.setUpdatesEnabled(False)
         try:
             for p in chain:
-                self.view.expand(p)
-            turn_event = self.model.event_of(turn)
-            for child in self.model.children_of(turn_event) if turn_event is not None else ():
-                if self.model.children_of(child):
-                    self.view.expand(self.model.index_for_event(child))
+                view.expand(p)
+            for node in nodes[lo:hi]:
+                kids = model.children_of(node)
+                if not kids:
+                    continue
+                view.expand(model.index_for_event(node))  # a no-op when already expanded
+                for child in kids:
+                    if model.children_of(child):
+                        view.expand(model.index_for_event(child))
         finally:
-            self.view.setUpdatesEnabled(True)
+            view.setUpdatesEnabled(True)
 
     def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if self._syncing:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSize, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -60,7 +60,44 @@ def format_message(msg: dict[str, Any]) -> str:
     return "\n".join(out).strip("\n")
 
 
+class GeometryFirewall(QWidget):
+    """Holds one child sized to its own rectangle, without a layout, so the child's geometry updates stop here.
+
+    ``QTabWidget`` calls ``updateGeometry()`` on every resize. Inside a dock that invalidates
+    every layout up to the main window, whose re-fit moves the dock separators a few pixels,
+    which resizes the tab widget again: after opening a trace the whole window was re-laid out
+    and repainted ~14 times a second for about six seconds while the docks drifted, and cursor
+    steps in that window cost 40-100 ms more. A widget with no layout swallows the request.
+    """
+
+    def __init__(self, child: QWidget, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._child = child
+        child.setParent(self)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return self._child.sizeHint()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return self._child.minimumSizeHint()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._child.setGeometry(self.rect())
+
+
+_CELL_OFFSET = {theme.ROLE_DISPLAY: 0, theme.ROLE_FONT: 4, theme.ROLE_ALIGN: 8, theme.ROLE_FOREGROUND: 12}
+
+
 class MessagesModel(QAbstractTableModel):
+    """The messages of one request, one row each.
+
+    The whole table is repainted whenever the request changes, and Qt asks ``data()`` once per
+    role per cell, each call crossing from C++ into Python. So a row's cells for every painted
+    role are built once into a flat tuple, and the role, token count and one-line preview of a
+    message are kept per message key: consecutive requests share almost all their messages.
+    """
+
     HEADERS = ("#", "role", "tokens", "message")
 
     def __init__(self, parent: Any = None) -> None:
@@ -72,10 +109,17 @@ class MessagesModel(QAbstractTableModel):
         self._muted = QBrush(QColor("#90a4ae"))
         self._italic = QFont()
         self._italic.setItalic(True)
+        self._cells: list[tuple[Any, ...] | None] = []
+        self._summary: dict[str, tuple[str, str, str]] = {}  # key → (role, tokens, preview)
+        self._summary_trace: Trace | None = None
 
     def set_keys(self, trace: Trace | None, keys: tuple[str, ...], dropped: frozenset[str] = frozenset()) -> None:
+        # A reset, not row inserts/removals: the body and header repaint either way (measured).
         self.beginResetModel()
+        if trace is not self._summary_trace:
+            self._summary, self._summary_trace = {}, trace
         self.trace, self.keys, self.dropped = trace, keys, dropped
+        self._cells = [None] * len(keys)
         self.endResetModel()
 
     def message(self, row: int) -> dict[str, Any]:
@@ -94,31 +138,43 @@ class MessagesModel(QAbstractTableModel):
         return None
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or self.trace is None:
+        offset = _CELL_OFFSET.get(role)
+        if offset is None or not index.isValid() or self.trace is None:
             return None
-        key = self.keys[index.row()]
-        msg = self.trace.store.messages[key]
-        col = index.column()
-        if role == theme.ROLE_DISPLAY:
-            if col == 0:
-                return str(index.row())
-            if col == 1:
-                return str(msg.get("role", "?"))
-            if col == 2:
-                return f"{self.trace.message_tokens(key):,}"
-            if col == 3:
-                text = message_preview(msg, 200)
-                return ("[not sent] " + text) if key in self.dropped else text
-        if role == theme.ROLE_FOREGROUND:
-            if key in self.dropped:
-                return self._muted
-            if col == 1:
-                return self._role_brush.get(str(msg.get("role")))
-        if role == theme.ROLE_FONT and key in self.dropped:
-            return self._italic
-        if role == theme.ROLE_ALIGN and col in (0, 2):
-            return theme.ALIGN_RIGHT
-        return None
+        row = index.row()
+        cells = self._cells[row]
+        if cells is None:
+            cells = self._build_cells(row)
+        return cells[offset + index.column()]
+
+    def _build_cells(self, row: int) -> tuple[Any, ...]:
+        """Display, font, alignment and foreground of the row's four cells, as ``_CELL_OFFSET`` lays them out."""
+        assert self.trace is not None
+        key = self.keys[row]
+        summary = self._summary.get(key)
+        if summary is None:
+            msg = self.trace.store.messages[key]
+            summary = (str(msg.get("role", "?")), f"{self.trace.message_tokens(key):,}", message_preview(msg, 200))
+            self._summary[key] = summary
+        role, tokens, preview = summary
+        right = theme.ALIGN_RIGHT
+        if key in self.dropped:
+            muted, italic = self._muted, self._italic
+            cells = (
+                str(row), role, tokens, "[not sent] " + preview,
+                italic, italic, italic, italic,
+                right, None, right, None,
+                muted, muted, muted, muted,
+            )
+        else:
+            cells = (
+                str(row), role, tokens, preview,
+                None, None, None, None,
+                right, None, right, None,
+                None, self._role_brush.get(role), None, None,
+            )
+        self._cells[row] = cells
+        return cells
 
 
 class RequestPanel(Panel):
@@ -129,6 +185,8 @@ class RequestPanel(Panel):
     def __init__(self, cursor: Cursor, parent: QWidget | None = None) -> None:
         super().__init__(cursor, parent)
         self.header = theme.readout_label(1)
+        # opaque: its per-request text change then repaints only itself, not the dock beneath it
+        self.header.setAutoFillBackground(True)
         self.show_assembled = QCheckBox("Show assembled (before select_context)")
         self.show_assembled.setToolTip("Also list the messages the engine removed in select_context, greyed out")
         self.show_assembled.toggled.connect(self._refresh_request)
@@ -155,6 +213,9 @@ class RequestPanel(Panel):
         self.message_text = QPlainTextEdit()
         self.message_text.setReadOnly(True)
         self.message_text.setPlaceholderText("Select a message to read it in full")
+        for area in (self.table, self.message_text):
+            # opaque: a range change then repaints the scroll bar only, not the dock beneath it
+            area.verticalScrollBar().setAutoFillBackground(True)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.table)
         split.addWidget(self.message_text)
@@ -180,7 +241,7 @@ class RequestPanel(Panel):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.setSpacing(4)
         layout.addLayout(top)
-        layout.addWidget(self.tabs, 1)
+        layout.addWidget(GeometryFirewall(self.tabs), 1)
         self._request: Request | None = None
         self._lazy_for: tuple[int, int] | None = None  # (request index, tab) already filled
 
@@ -231,11 +292,12 @@ class RequestPanel(Panel):
         if req.selected_by_engine or req.assembled != req.selected:
             parts.append("selected by the engine")
         self.header.setText(" · ".join(parts))
-        self.message_text.setPlainText("")
         if self.model.rowCount():
             last = self.model.rowCount() - 1
-            self.table.selectRow(last)
+            self.table.selectRow(last)  # fills the message text through _row_changed
             self.table.scrollToBottom()
+        else:
+            self.message_text.setPlainText("")
         self._fill_lazy_tab()
 
     def _row_changed(self, current: QModelIndex, _prev: QModelIndex) -> None:
