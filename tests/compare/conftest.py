@@ -21,57 +21,10 @@ from inspector.trace.model import (
     Request,
     Trace,
 )
+from tests.engine_sources import BROKEN_ENGINE, NEVER_ENGINE, TAIL_ENGINE
 
 HOSTILE = ["<script>alert(1)</script>", '" onmouseover="x', "javascript:alert(1)"]
 
-# Compresses at a fixed token count: keeps the system message, a summary and the last user turn.
-TAIL_ENGINE = '''
-from agent.context_engine import ContextEngine
-
-
-class TailEngine(ContextEngine):
-    LIMIT = {limit}
-
-    @property
-    def name(self):
-        return "{name}"
-
-    def update_from_response(self, usage):
-        self.last_prompt_tokens = int(usage.get("prompt_tokens", 0) or 0)
-        self.last_completion_tokens = int(usage.get("completion_tokens", 0) or 0)
-        self.last_total_tokens = self.last_prompt_tokens + self.last_completion_tokens
-
-    def should_compress(self, prompt_tokens=None):
-        return (prompt_tokens or 0) >= self.LIMIT
-
-    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
-        last_user = max(i for i, m in enumerate(messages) if m.get("role") == "user")
-        head = [dict(m) for m in messages[:1] if m.get("role") == "system"]
-        self.compression_count += 1
-        summary = {{"role": "user", "content": "[CONTEXT SUMMARY]: earlier turns were dropped"}}
-        return head + [summary] + [dict(m) for m in messages[last_user:]]
-'''
-
-NEVER_ENGINE = '''
-from agent.context_engine import ContextEngine
-
-
-class NeverEngine(ContextEngine):
-    @property
-    def name(self):
-        return "cmp_never"
-
-    def update_from_response(self, usage):
-        self.last_prompt_tokens = int(usage.get("prompt_tokens", 0) or 0)
-
-    def should_compress(self, prompt_tokens=None):
-        return False
-
-    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
-        return messages
-'''
-
-BROKEN_ENGINE = 'raise RuntimeError("cmp_broken refuses to import")\n'
 
 
 @pytest.fixture(scope="session")
@@ -81,8 +34,8 @@ def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     engines = {
         "cmp_tail": TAIL_ENGINE.format(limit=1500, name="cmp_tail"),
         "cmp_tail_late": TAIL_ENGINE.format(limit=2600, name="cmp_tail_late"),
-        "cmp_never": NEVER_ENGINE,
-        "cmp_broken": BROKEN_ENGINE,
+        "cmp_never": NEVER_ENGINE.format(name="cmp_never"),
+        "cmp_broken": BROKEN_ENGINE.format(name="cmp_broken"),
     }
     for name, code in engines.items():
         d = root / "context_engine" / name

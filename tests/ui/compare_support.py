@@ -15,53 +15,7 @@ from typing import Any
 
 import yaml
 
-TAIL_ENGINE = '''
-from agent.context_engine import ContextEngine
-
-
-class TailEngine(ContextEngine):
-    LIMIT = {limit}
-
-    @property
-    def name(self):
-        return "{name}"
-
-    def update_from_response(self, usage):
-        self.last_prompt_tokens = int(usage.get("prompt_tokens", 0) or 0)
-        self.last_completion_tokens = int(usage.get("completion_tokens", 0) or 0)
-        self.last_total_tokens = self.last_prompt_tokens + self.last_completion_tokens
-
-    def should_compress(self, prompt_tokens=None):
-        return (prompt_tokens or 0) >= self.LIMIT
-
-    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
-        last_user = max(i for i, m in enumerate(messages) if m.get("role") == "user")
-        head = [dict(m) for m in messages[:1] if m.get("role") == "system"]
-        self.compression_count += 1
-        summary = {{"role": "user", "content": "[CONTEXT SUMMARY]: earlier turns were dropped"}}
-        return head + [summary] + [dict(m) for m in messages[last_user:]]
-'''
-
-NEVER_ENGINE = '''
-from agent.context_engine import ContextEngine
-
-
-class NeverEngine(ContextEngine):
-    @property
-    def name(self):
-        return "ui_never"
-
-    def update_from_response(self, usage):
-        self.last_prompt_tokens = int(usage.get("prompt_tokens", 0) or 0)
-
-    def should_compress(self, prompt_tokens=None):
-        return False
-
-    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
-        return messages
-'''
-
-BROKEN_ENGINE = 'raise RuntimeError("ui_broken refuses to import")\n'
+from tests.engine_sources import BROKEN_ENGINE, NEVER_ENGINE, TAIL_ENGINE
 
 ENGINES = ["ui_tail", "ui_tail_late", "ui_never"]
 
@@ -71,8 +25,8 @@ def write_plugins(root: Path) -> Path:
     engines = {
         "ui_tail": TAIL_ENGINE.format(limit=1500, name="ui_tail"),
         "ui_tail_late": TAIL_ENGINE.format(limit=2600, name="ui_tail_late"),
-        "ui_never": NEVER_ENGINE,
-        "ui_broken": BROKEN_ENGINE,
+        "ui_never": NEVER_ENGINE.format(name="ui_never"),
+        "ui_broken": BROKEN_ENGINE.format(name="ui_broken"),
     }
     for name, code in engines.items():
         d = root / "context_engine" / name
