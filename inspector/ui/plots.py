@@ -58,6 +58,9 @@ def style_plot_item(item: pg.PlotItem, y_label: str = "") -> None:
         axis = item.getAxis(name)
         axis.setPen(pg.mkPen(theme.PLOT_FG, width=1))
         axis.setTextPen(pg.mkPen(theme.PLOT_FG))
+        # Ticks reach into the plot area, so every cursor move re-plays an axis's whole drawing
+        # (clipped to a thin strip); a pixmap blit is cheaper. A range change still redraws it.
+        axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
     if y_label:
         item.setLabel("left", y_label, color=theme.PLOT_FG)
     # one left-axis width everywhere, so request axes of stacked panels line up on screen
@@ -82,11 +85,25 @@ def set_xy(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
     item.setData(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
 
 
+class _CursorLineItem(pg.InfiniteLine):
+    """An InfiniteLine whose moves never make its ViewBox recompute auto-range.
+
+    pyqtgraph tells the ViewBox an item's bounds changed whenever the item moves, even one
+    added with ``ignoreBounds``; the ViewBox then recomputes its auto-range from every curve
+    before the next paint and repaints the whole plot area instead of the two thin strips the
+    line left and entered. The cursor line never counts towards the range, so there is
+    nothing to recompute.
+    """
+
+    def informViewBoundsChanged(self) -> None:  # noqa: N802 - pyqtgraph override
+        return
+
+
 class CursorLine:
     """The red, draggable cursor line; dragging reports request positions, never event indices."""
 
     def __init__(self, plot: pg.PlotItem, on_drag: Callable[[float], None]) -> None:
-        self.line = pg.InfiniteLine(
+        self.line = _CursorLineItem(
             pos=0,
             angle=90,
             movable=True,

@@ -322,11 +322,15 @@ def test_cancel_keeps_partial_runs_or_reports(qtbot, cwindow, files) -> None:
     assert w.start_comparison(list(ENGINES))
     w.replay_bar.cancel_button.click()
     qtbot.waitUntil(lambda: not w.compare_runner.running, timeout=30_000)
-    text = w.message_bar.text()
-    # either cancelled runs are shown (partial traces), or they all finished before the cancel landed
-    assert w.comparison is not None or "failed" in text.lower()
-    if w.comparison is not None and any(r.status == "cancelled" for r in w.comparison.runs):
-        assert "cancelled" in text.lower()
+    text = w.message_bar.text().lower()
+    # Whatever the timing, the user sees what is left and why: the partial runs (a comparison, or
+    # the single trace when only one run got anywhere) with a "cancelled" message, or all runs if
+    # they finished before the cancel landed, or a failure message when no run produced a trace.
+    if w.compare_runner.cancelled:
+        assert "cancelled" in text or "failed" in text
+        assert w.comparison is not None or w.trace is not None or "failed" in text
+    else:
+        assert w.comparison is not None
 
 
 def test_compare_dialog_builds_specs_and_validates(qapp) -> None:

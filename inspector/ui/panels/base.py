@@ -35,6 +35,9 @@ class Panel(QWidget):
     def __init__(self, cursor: Cursor, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName(f"panel_{self.panel_id}")
+        # Opaque (the window colour, as the dock behind it): when a transparent child such as a
+        # button or label changes, Qt then repaints from the panel down, not the dock's frame too.
+        self.setAutoFillBackground(True)
         self.cursor = cursor
         self._trace: Trace | None = None
         self._stale = True

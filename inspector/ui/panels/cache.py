@@ -8,7 +8,8 @@ tokens and cost per request, on the same request axis as the token timeline.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, overload
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
@@ -42,17 +43,19 @@ class CacheStrip(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.blocks: list[int] = []
-        self.labels: list[str] = []
+        self.labels: Sequence[str] = []
         self.read = 0
         self.write = 0
         self.break_index: int | None = None
         self.setMinimumHeight(64)
         self.setMouseTracking(True)
+        # paintEvent fills the whole rectangle, so Qt need not paint the panel beneath it first
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
         return QSize(400, 70)
 
-    def set_request(self, blocks: list[int], labels: list[str], read: int, write: int, break_index: int | None) -> None:
+    def set_request(self, blocks: list[int], labels: Sequence[str], read: int, write: int, break_index: int | None) -> None:
         self.blocks, self.labels = blocks, labels
         self.read, self.write, self.break_index = read, write, break_index
         self.update()
@@ -156,20 +159,49 @@ class CacheStrip(QWidget):
         return super().event(e)
 
 
-def strip_args(trace: Trace, req: Any) -> tuple[list[int], list[str], int, int, int | None]:
+class BlockLabels(Sequence[str]):
+    """A request's hover labels, one per strip block, each built only when it is read.
+
+    Building every label means a text preview of every message of the request, about a
+    millisecond on each request change; the strip needs one label, and only on hover.
+    """
+
+    def __init__(self, trace: Trace, keys: tuple[str, ...], n_blocks: int) -> None:
+        self._trace = trace
+        self._keys = keys
+        self._n = n_blocks
+        self._offset = n_blocks - len(keys)  # leading blocks without a message (tools, system)
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        j = i - self._offset
+        if not 0 <= j < len(self._keys):
+            return "tools / system block"
+        msg = self._trace.store.messages.get(self._keys[j], {})
+        return f"message {j} · {msg.get('role', '?')}: {message_preview(msg, 100)}"
+
+
+def strip_args(trace: Trace, req: Any) -> tuple[list[int], Sequence[str], int, int, int | None]:
     """What :meth:`CacheStrip.set_request` needs for one request (blocks, labels, read, write, break)."""
     c = req.cache
     keys = trace.store.get_list(req.selected) if 0 <= req.selected < len(trace.store.lists) else ()
     blocks = list(c.block_tokens) or [trace.message_tokens(key) for key in keys]
     offset = len(blocks) - len(keys)
-    labels = []
-    for i in range(len(blocks)):
-        j = i - offset
-        if 0 <= j < len(keys):
-            msg = trace.store.messages.get(keys[j], {})
-            labels.append(f"message {j} · {msg.get('role', '?')}: {message_preview(msg, 100)}")
-        else:
-            labels.append("tools / system block")
+    labels = BlockLabels(trace, keys, len(blocks))
     return blocks, labels, c.read, c.write, (c.break_index + offset if c.break_index is not None else None)
 
 

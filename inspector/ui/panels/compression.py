@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
 from inspector.trace.model import Trace
 from inspector.ui import plots, theme
@@ -52,6 +52,8 @@ class CompressionPanel(CompareAware, Panel):
             hoverSize=12,
             tip=lambda x, y, data: data,
         )
+        # drawn from a pixmap when the cursor line moves over the dots (they change only per trace)
+        self.dots.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.plot.addItem(self.dots)
         self.cursor_line = plots.CursorLine(self.plot, self._jump_to_x)
         plots.connect_click(self.plot_widget, self.plot, self._clicked)

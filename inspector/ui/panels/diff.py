@@ -75,8 +75,26 @@ class Comparison:
     stats: dict[str, Any] | None
 
 
+# Roles the table paints with → offset of that role's five cells in a row's cell tuple. The
+# delegate asks for each of these for every visible cell; the tooltip is built only on hover.
+_CELL_OFFSET = {
+    theme.ROLE_DISPLAY: 0,
+    theme.ROLE_BACKGROUND: 5,
+    theme.ROLE_FOREGROUND: 10,
+    theme.ROLE_ALIGN: 15,
+}
+_NO_CELLS: tuple[Any, ...] = (None,) * 20
+_ALIGNS = (theme.ALIGN_CENTER, None, theme.ALIGN_CENTER, theme.ALIGN_CENTER, None)
+
+
 class DiffRowsModel(QAbstractTableModel):
-    """Rows of a MessageDiff for a QTableView; long unchanged runs folded until double-clicked."""
+    """Rows of a MessageDiff for a QTableView; long unchanged runs folded until double-clicked.
+
+    The table is repainted whenever the compared pair changes (every new request), and Qt asks
+    ``data()`` once per role per cell, each call crossing from C++ into Python. So a row's cells
+    for every painted role are built once into one flat tuple, and each message's one-line
+    preview is kept by message key: consecutive requests share almost all their messages.
+    """
 
     HEADERS = ("#", "before", "", "#", "after")
 
@@ -88,6 +106,20 @@ class DiffRowsModel(QAbstractTableModel):
         self._unfolded: set[int] = set()
         self._brushes = {k: QBrush(QColor(v)) for k, v in _OP_BG.items()}
         self._muted = QBrush(QColor("#78909c"))
+        self._cells: list[tuple[Any, ...] | None] = []  # per row, built on first paint
+        #: cuts the before/after texts to their column (see ``theme.ColumnElider``); None: full text
+        self.elider: theme.ColumnElider | None = None
+        # message key → one-line preview. Keys are content hashes, so a kept preview is never stale;
+        # the panel clears this with each new trace only so old messages are not kept alive.
+        self._previews: dict[str, str] = {}
+
+    def clear_previews(self) -> None:
+        """Drop the kept previews (a new trace is loaded)."""
+        self._previews = {}
+
+    def invalidate_cells(self) -> None:
+        """Build every row's cells again when next painted (a text column changed width)."""
+        self._cells = [None] * len(self.rows)
 
     def set_diff(self, diff: tdiff.MessageDiff | None, tokens: dict[int, int]) -> None:
         self.beginResetModel()
@@ -138,6 +170,7 @@ class DiffRowsModel(QAbstractTableModel):
                     note = f"{op.summarised_from or (b1 - b0)} → {a1 - a0}" if d == 0 else ""
                     rows.append(Row("summarised", b0 + d if b0 + d < b1 else -1, a0 + d if a0 + d < a1 else -1, note=note))
         self.rows = rows
+        self._cells = [None] * len(rows)
 
     def first_interesting_row(self) -> int:
         return next((i for i, r in enumerate(self.rows) if r.kind not in ("equal", "fold")), -1)
@@ -154,41 +187,74 @@ class DiffRowsModel(QAbstractTableModel):
             return self.HEADERS[section]
         return None
 
-    def _cell(self, msg: dict[str, Any]) -> str:
+    def _cell(self, msg: dict[str, Any], key: str) -> str:
+        """A message's before/after cell text: role, tokens and a one-line preview."""
+        preview = self._previews.get(key)
+        if preview is None:
+            preview = message_preview(msg, 140)
+            self._previews[key] = preview
         tok = self.tokens.get(id(msg), 0)
-        return f"{msg.get('role', '?')} · {tok:,} tok · {message_preview(msg, 140)}"
+        return f"{msg.get('role', '?')} · {tok:,} tok · {preview}"
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        offset = _CELL_OFFSET.get(role)
+        if offset is None:
+            if role == theme.ROLE_TOOLTIP and index.isValid() and self.diff is not None:
+                return self._tooltip(index.row(), index.column())
+            return None
         if not index.isValid() or self.diff is None:
             return None
-        row = self.rows[index.row()]
-        col = index.column()
-        if role == theme.ROLE_DISPLAY:
-            if row.kind == "fold":
-                return row.note if col == 1 else (_OP_GLYPH["fold"] if col == 2 else "")
-            if col == 0:
-                return str(row.left) if row.left >= 0 else ""
-            if col == 1:
-                return self._cell(self.diff.before[row.left]) if row.left >= 0 else ""
-            if col == 2:
-                glyph = _OP_GLYPH.get(row.kind, "?")
-                return f"{glyph} {row.note}" if row.kind == "summarised" and row.note else glyph
-            if col == 3:
-                return str(row.right) if row.right >= 0 else ""
-            if col == 4:
-                return self._cell(self.diff.after[row.right]) if row.right >= 0 else ""
-        if role == theme.ROLE_BACKGROUND:
-            return self._brushes.get(row.kind)
-        if role == theme.ROLE_FOREGROUND and (row.kind in ("equal", "fold") or col in (0, 3)):
-            return self._muted
-        if role == theme.ROLE_ALIGN and col in (0, 2, 3):
-            return theme.ALIGN_CENTER
-        if role == theme.ROLE_TOOLTIP and col in (1, 4) and row.kind != "fold":
-            idx = row.left if col == 1 else row.right
-            msgs = self.diff.before if col == 1 else self.diff.after
-            if idx >= 0:
-                return theme.plain_tooltip(tdiff.message_text(msgs[idx]))
-        return None
+        row = index.row()
+        cells = self._cells[row]
+        if cells is None:
+            cells = self._build_cells(row)
+        return cells[offset + index.column()]
+
+    def display_texts(self, n: int) -> tuple[str, str, str, str, str]:
+        """Row n's five cell texts in full, before the before/after ones are cut to their column."""
+        diff = self.diff
+        if diff is None or not 0 <= n < len(self.rows):
+            return ("", "", "", "", "")
+        row = self.rows[n]
+        if row.kind == "fold":
+            return ("", row.note, _OP_GLYPH["fold"], "", "")
+        glyph = _OP_GLYPH.get(row.kind, "?")
+        return (
+            str(row.left) if row.left >= 0 else "",
+            self._cell(diff.before[row.left], diff.keys_before[row.left]) if row.left >= 0 else "",
+            f"{glyph} {row.note}" if row.kind == "summarised" and row.note else glyph,
+            str(row.right) if row.right >= 0 else "",
+            self._cell(diff.after[row.right], diff.keys_after[row.right]) if row.right >= 0 else "",
+        )
+
+    def _build_cells(self, n: int) -> tuple[Any, ...]:
+        """Display, background, foreground and alignment of row n's five cells, as ``_CELL_OFFSET`` lays them out."""
+        if self.diff is None or not 0 <= n < len(self.rows):
+            return _NO_CELLS
+        kind = self.rows[n].kind
+        d0, d1, d2, d3, d4 = self.display_texts(n)
+        elider = self.elider
+        if elider is not None:
+            d1 = elider.elide(1, d1) if d1 else d1
+            d4 = elider.elide(4, d4) if d4 else d4
+        bg = self._brushes.get(kind)
+        muted = self._muted
+        fg = (muted,) * 5 if kind in ("equal", "fold") else (muted, None, None, muted, None)
+        cells = (d0, d1, d2, d3, d4, bg, bg, bg, bg, bg, *fg, *_ALIGNS)
+        self._cells[n] = cells
+        return cells
+
+    def _tooltip(self, n: int, col: int) -> str | None:
+        """The full message text of a before/after cell, shown literally (built only on hover)."""
+        diff = self.diff
+        if diff is None or col not in (1, 4) or not 0 <= n < len(self.rows):
+            return None
+        row = self.rows[n]
+        idx = row.left if col == 1 else row.right
+        if row.kind == "fold" or idx < 0:
+            return None
+        msgs = diff.before if col == 1 else diff.after
+        return theme.plain_tooltip(tdiff.message_text(msgs[idx]))
 
 
 def _normalise(text: str) -> str:
@@ -215,6 +281,7 @@ class DiffPanel(CompareAware, Panel):
         self.model = DiffRowsModel(self)
         self.table = QTableView()
         self.table.setModel(self.model)
+        self.model.elider = theme.ColumnElider(self.table, (1, 4), self.model.invalidate_cells)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
@@ -236,6 +303,9 @@ class DiffPanel(CompareAware, Panel):
             edit.setReadOnly(True)
             edit.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
             edit.setPlaceholderText(f"Select a row to see the message {name}")
+        for area in (self.table, self.before_text, self.after_text):
+            # opaque: a range change then repaints the scroll bar only, not the dock beneath it
+            area.verticalScrollBar().setAutoFillBackground(True)
         detail = QSplitter(Qt.Orientation.Horizontal)
         detail.addWidget(self.before_text)
         detail.addWidget(self.after_text)
@@ -299,6 +369,7 @@ class DiffPanel(CompareAware, Panel):
         self._cache.clear()
         self._shown = None
         self.comparison = None
+        self.model.clear_previews()
         self.model.set_diff(None, {})
         self._clear_detail()
         self.header.setText("No trace loaded" if trace is None else "")
@@ -437,12 +508,17 @@ class DiffPanel(CompareAware, Panel):
         diff, tokens, st = self._compute(before, after, trace)
         self.comparison = Comparison(title, before, after, diff, st)
         self.model.set_diff(diff, tokens)
+        # Lay the rows out now rather than from Qt's deferred layout, so the scroll bar appears or
+        # goes before the first paint instead of resizing the table and painting it twice.
+        self.table.doItemsLayout()
+        theme.settle_scroll_bars(self.table)
         self.header.setText(title + "\n" + self.summary(st))
         first = self.model.first_interesting_row()
-        self._clear_detail()
         if first >= 0:
-            self.table.selectRow(first)
+            self.table.selectRow(first)  # the reset cleared the current row: this fills the detail
             self.table.scrollTo(self.model.index(first, 0), QAbstractItemView.ScrollHint.PositionAtCenter)
+        else:
+            self._clear_detail()
 
     @staticmethod
     def summary(st: dict[str, Any]) -> str:
@@ -485,6 +561,8 @@ class DiffPanel(CompareAware, Panel):
         rh, rt = self._detail_text(right, row.right, "after")
         self.before_text.setPlainText(lh + lt)
         self.after_text.setPlainText(rh + rt)
+        theme.settle_scroll_bars(self.before_text)
+        theme.settle_scroll_bars(self.after_text)
         if row.kind == "changed" and left is not None and right is not None:
             self._highlight(lt, rt, _u16(lh), _u16(rh))
 

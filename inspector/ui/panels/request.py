@@ -112,6 +112,12 @@ class MessagesModel(QAbstractTableModel):
         self._cells: list[tuple[Any, ...] | None] = []
         self._summary: dict[str, tuple[str, str, str]] = {}  # key → (role, tokens, preview)
         self._summary_trace: Trace | None = None
+        #: cuts the message previews to their column (see ``theme.ColumnElider``); None: full text
+        self.elider: theme.ColumnElider | None = None
+
+    def invalidate_cells(self) -> None:
+        """Build every row's cells again when next painted (the message column changed width)."""
+        self._cells = [None] * len(self.keys)
 
     def set_keys(self, trace: Trace | None, keys: tuple[str, ...], dropped: frozenset[str] = frozenset()) -> None:
         # A reset, not row inserts/removals: the body and header repaint either way (measured).
@@ -167,6 +173,8 @@ class MessagesModel(QAbstractTableModel):
                 muted, muted, muted, muted,
             )
         else:
+            if self.elider is not None:  # not for the italic rows above: another font elides elsewhere
+                preview = self.elider.elide(3, preview)
             cells = (
                 str(row), role, tokens, preview,
                 None, None, None, None,
@@ -184,9 +192,7 @@ class RequestPanel(Panel):
 
     def __init__(self, cursor: Cursor, parent: QWidget | None = None) -> None:
         super().__init__(cursor, parent)
-        self.header = theme.readout_label(1)
-        # opaque: its per-request text change then repaints only itself, not the dock beneath it
-        self.header.setAutoFillBackground(True)
+        self.header = theme.readout_label(1)  # opaque, like every TextLine
         self.show_assembled = QCheckBox("Show assembled (before select_context)")
         self.show_assembled.setToolTip("Also list the messages the engine removed in select_context, greyed out")
         self.show_assembled.toggled.connect(self._refresh_request)
@@ -197,6 +203,7 @@ class RequestPanel(Panel):
         self.model = MessagesModel(self)
         self.table = QTableView()
         self.table.setModel(self.model)
+        self.model.elider = theme.ColumnElider(self.table, (3,), self.model.invalidate_cells)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
@@ -283,6 +290,8 @@ class RequestPanel(Panel):
             self.model.set_keys(trace, keys, dropped)
         else:
             self.model.set_keys(trace, selected)
+        self.table.doItemsLayout()  # now, so a scroll bar that comes or goes does not cost a second paint
+        theme.settle_scroll_bars(self.table)
         tok = req.tokens.get("tiktoken")
         parts = [f"Request #{req.index} · turn {req.turn} · call {req.call}", f"{len(selected)} messages"]
         if tok is not None:
@@ -310,6 +319,7 @@ class RequestPanel(Panel):
         if key in self.model.dropped:
             head += " · removed by select_context (not sent)"
         self.message_text.setPlainText(head + "\n\n" + format_message(msg))
+        theme.settle_scroll_bars(self.message_text)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         trace, req = self._trace, self._request

@@ -146,6 +146,7 @@ class RunsPanel(CompareAware, Panel):
             self.split.setSizes([rows_h, max(200, self.height() - rows_h)])
         self.split.setVisible(view is not None)
         self._shown = None
+        self.diff_model.clear_previews()  # a new comparison: let the old runs' messages go
         self.diff_model.set_diff(None, {})
         if view is None:
             self.summary = None
