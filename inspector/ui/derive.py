@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from inspector.sessions.model import message_text
 from inspector.trace import model as tm
 from inspector.trace.model import Event, Request, Trace
 
@@ -47,27 +48,6 @@ def list_tokens(trace: Trace, list_id: int | None, tokenizer: str = "tiktoken") 
         return 0
     tokens = trace.store.tokens
     return sum(tokens.get(k, {}).get(tokenizer, 0) for k in trace.store.lists[list_id])
-
-
-def message_text(message: dict[str, Any]) -> str:
-    """The readable text of a message: string content, or the text parts of a content list."""
-    content = message.get("content")
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, dict):
-                if isinstance(part.get("text"), str):
-                    parts.append(part["text"])
-                else:
-                    parts.append(f"[{part.get('type', 'part')}]")
-            else:
-                parts.append(str(part))
-        return "\n".join(parts)
-    return json.dumps(content, ensure_ascii=False, default=str)
 
 
 def tool_call_names(message: dict[str, Any]) -> list[str]:
