@@ -28,7 +28,7 @@ START = 1772442840  # 2026-03-02 09:14:00 UTC
 CONTEXT_LENGTH = 128_000
 THRESHOLD = 96_000
 MODEL = "gpt-4o-2024-11-20"
-ROOT = "/home/dev/ledgerlite"
+ROOT = "/workspace/ledgerlite"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,7 +276,7 @@ def pytest_log(rng: Rng, tests: dict[str, list[str]], failures: list[tuple[str, 
     total = sum(len(v) for v in tests.values())
     failed = {(f, t) for f, t, _ in failures}
     out = ["============================= test session starts ==============================",
-           "platform linux -- Python 3.12.3, pytest-8.3.2, pluggy-1.5.0" + (" -- /home/dev/ledgerlite/.venv/bin/python" if verbose else ""),
+           "platform linux -- Python 3.12.3, pytest-8.3.2, pluggy-1.5.0" + (" -- /workspace/ledgerlite/.venv/bin/python" if verbose else ""),
            f"rootdir: {ROOT}", "configfile: pyproject.toml", f"collected {total} items", ""]
     done = 0
     for path in sorted(tests):
@@ -424,7 +424,7 @@ SYSTEM_PROMPT = """You are a careful software engineering agent working in the u
 - The user reviews diffs before committing; do not run git commit yourself.
 
 # Environment
-- Working directory: /home/dev/ledgerlite
+- Working directory: /workspace/ledgerlite
 - Shell: bash; virtual environment at .venv (activated for terminal commands).
 - Platform: linux; timezone Europe/Zurich.
 """
