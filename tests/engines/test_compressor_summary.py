@@ -5,12 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-import types
-from contextlib import contextmanager
 
 import pytest
-from openai.types.chat import ChatCompletion, ChatCompletionMessage
-from openai.types.chat.chat_completion import Choice
 
 import inspector.llm
 from inspector.engines.compressor import SUMMARY_PREFIX, ContextCompressor
@@ -20,54 +16,10 @@ from inspector.engines.compressor_summary import (
     ground_snapshot,
 )
 from inspector.tokens.rough import estimate_messages_tokens_rough
+from tests.engines.compressor_fakes import NO_PROVIDER, FakeAux, completion, hermetic, install_aux  # noqa: F401
 
-NO_PROVIDER = RuntimeError("No LLM provider configured for task 'compression'")
 SECRET = "sk-proj-" + "A1b2C3d4" * 4
 GH_TOKEN = "ghp_" + "x7Y8z9" * 6
-
-
-def completion(text: str) -> ChatCompletion:
-    return ChatCompletion(
-        id="cmpl-test",
-        created=0,
-        model="fake-aux",
-        object="chat.completion",
-        choices=[Choice(index=0, finish_reason="stop", message=ChatCompletionMessage(role="assistant", content=text))],
-    )
-
-
-class FakeAux:
-    def __init__(self, *replies):
-        self.replies = list(replies)
-        self.calls: list[dict] = []
-        self.protected = 0
-
-    def call_llm(self, task=None, **kwargs):
-        self.calls.append({"task": task, **kwargs})
-        reply = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
-        if isinstance(reply, BaseException):
-            raise reply
-        return completion(reply)
-
-    @contextmanager
-    def aux_interrupt_protection(self):
-        self.protected += 1
-        yield
-
-
-def install_aux(monkeypatch, fake: FakeAux) -> FakeAux:
-    mod = types.ModuleType("inspector.llm.aux")
-    mod.call_llm = fake.call_llm
-    mod.aux_interrupt_protection = fake.aux_interrupt_protection
-    monkeypatch.setitem(sys.modules, "inspector.llm.aux", mod)
-    monkeypatch.setattr(inspector.llm, "aux", mod, raising=False)
-    return fake
-
-
-@pytest.fixture(autouse=True)
-def hermetic(monkeypatch, tmp_path):
-    monkeypatch.setenv("CONTEXT_INSPECTOR_SUMMARY_CACHE", str(tmp_path / "summary-cache"))
-    install_aux(monkeypatch, FakeAux(NO_PROVIDER))
 
 
 def engine(**kw) -> ContextCompressor:
