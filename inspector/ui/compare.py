@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -44,6 +44,7 @@ from inspector.compare import (
     parse_specs,
 )
 from inspector.trace.model import Request, Trace
+from inspector.ui.replay import ThreadedRunner
 
 MIN_RUNS = 2
 MAX_RUNS = 4
@@ -226,59 +227,31 @@ class _Worker(QObject):
             self.done.emit(comparison)
 
 
-class CompareRunner(QObject):
-    """Runs one comparison at a time on a worker thread; progress sums every run's turns."""
+class CompareRunner(ThreadedRunner):
+    """Runs one comparison at a time on a worker thread; progress sums every run's turns.
+
+    ``finished`` carries the Comparison (possibly with cancelled runs).
+    """
 
     progress = Signal(int, int, str)  # turns done (all runs), turns total, text
-    finished = Signal(object)  # Comparison (possibly with cancelled runs)
-    failed = Signal(str, str)
-    running_changed = Signal(bool)
+    thread_name = "inspector-compare"
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._thread: QThread | None = None
-        self._worker: _Worker | None = None
-        self._cancel = threading.Event()
         self._done: dict[str, tuple[int, int]] = {}
         self.cancelled = False
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None
-
     def start(self, req: CompareRequest) -> None:
-        if self.running:
-            raise RuntimeError("a comparison is already running")
-        self._cancel = threading.Event()
+        worker = _Worker(req, self._new_cancel_event())
         self.cancelled = False
         self._done = {}
-        thread = QThread()
-        thread.setObjectName("inspector-compare")
-        worker = _Worker(req, self._cancel)
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
         worker.progress.connect(self._on_progress)
-        worker.done.connect(self._on_done)
-        worker.failed.connect(self._on_failed)
-        self._thread, self._worker = thread, worker
-        self.running_changed.emit(True)
-        thread.start()
+        self._launch(worker)
 
     def cancel(self) -> None:
         if self.running:
             self.cancelled = True
             self._cancel.set()
-
-    def wait(self, ms: int = 10_000) -> bool:
-        """Cancel and wait (window close); True when the worker stopped in time."""
-        thread = self._thread
-        if thread is None:
-            return True
-        self._cancel.set()
-        stopped = thread.wait(ms)
-        if stopped:
-            self._cleanup()
-        return stopped
 
     def _on_progress(self, label: str, done: int, total: int) -> None:
         self._done[label] = (done, total)
@@ -286,25 +259,6 @@ class CompareRunner(QObject):
         t = sum(v[1] for v in self._done.values())
         parts = " · ".join(f"{name} {v[0]}/{v[1]}" for name, v in self._done.items())
         self.progress.emit(d, t, parts)
-
-    def _cleanup(self) -> None:
-        thread, worker = self._thread, self._worker
-        self._thread, self._worker = None, None
-        if thread is not None:
-            thread.quit()
-            thread.wait()
-            thread.deleteLater()
-        if worker is not None:
-            worker.deleteLater()
-        self.running_changed.emit(False)
-
-    def _on_done(self, comparison: Comparison) -> None:
-        self._cleanup()
-        self.finished.emit(comparison)
-
-    def _on_failed(self, message: str, details: str) -> None:
-        self._cleanup()
-        self.failed.emit(message, details)
 
 
 # -- the dialog ----------------------------------------------------------------------------------

@@ -95,38 +95,41 @@ class _Worker(QObject):
                 self.done.emit(trace)
 
 
-class ReplayRunner(QObject):
-    """Starts replays on a worker thread; at most one at a time."""
+class ThreadedRunner(QObject):
+    """One background job at a time on a QThread, so the window never freezes.
 
-    progress = Signal(int, int)
-    finished = Signal(object)  # Trace
+    Subclasses build the worker (a QObject with ``run``, ``done`` and ``failed``) and wire any
+    extra signals; the thread's lifetime, cancelling and clean-up live here once.
+    """
+
+    finished = Signal(object)
     failed = Signal(str, str)  # message, details
-    cancelled = Signal(object)  # partial Trace or None
     running_changed = Signal(bool)
+    thread_name = "inspector-worker"
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._thread: QThread | None = None
-        self._worker: _Worker | None = None
+        self._worker: QObject | None = None
         self._cancel = threading.Event()
 
     @property
     def running(self) -> bool:
         return self._thread is not None
 
-    def start(self, req: ReplayRequest) -> None:
+    def _new_cancel_event(self) -> threading.Event:
         if self.running:
-            raise RuntimeError("a replay is already running")
+            raise RuntimeError(f"{self.thread_name}: a job is already running")
         self._cancel = threading.Event()
+        return self._cancel
+
+    def _launch(self, worker: QObject) -> None:
         thread = QThread()
-        thread.setObjectName("inspector-replay")
-        worker = _Worker(req, self._cancel)
+        thread.setObjectName(self.thread_name)
         worker.moveToThread(thread)
         thread.started.connect(worker.run)
-        worker.progress.connect(self.progress)
         worker.done.connect(self._on_done)
         worker.failed.connect(self._on_failed)
-        worker.cancelled.connect(self._on_cancelled)
         self._thread, self._worker = thread, worker
         self.running_changed.emit(True)
         thread.start()
@@ -156,13 +159,27 @@ class ReplayRunner(QObject):
             worker.deleteLater()
         self.running_changed.emit(False)
 
-    def _on_done(self, trace: Trace) -> None:
+    def _on_done(self, result: Any) -> None:
         self._cleanup()
-        self.finished.emit(trace)
+        self.finished.emit(result)
 
     def _on_failed(self, message: str, details: str) -> None:
         self._cleanup()
         self.failed.emit(message, details)
+
+
+class ReplayRunner(ThreadedRunner):
+    """Starts replays on a worker thread; at most one at a time. ``finished`` carries the Trace."""
+
+    progress = Signal(int, int)
+    cancelled = Signal(object)  # partial Trace or None
+    thread_name = "inspector-replay"
+
+    def start(self, req: ReplayRequest) -> None:
+        worker = _Worker(req, self._new_cancel_event())
+        worker.progress.connect(self.progress)
+        worker.cancelled.connect(self._on_cancelled)
+        self._launch(worker)
 
     def _on_cancelled(self, trace: Trace | None) -> None:
         self._cleanup()
