@@ -363,3 +363,21 @@ class CompareAware:
 
     def set_comparison(self, view: CompareView | None) -> None:
         self.compare = view
+
+    def _jump_to_x(self, x: float) -> None:
+        """A click or drag on a request-axis plot: move the cursor to the request at x.
+
+        In comparison mode x is an alignment row, mapped to the primary run's event; otherwise
+        it is the request index of the panel's figures (``self._fig``).
+        """
+        if self.compare is not None:
+            k = self.compare.primary_event_for_x(x)
+            if k is not None:
+                self.jump_requested.emit(int(k))  # type: ignore[attr-defined]
+            return
+        fig = getattr(self, "_fig", None)
+        if fig is None:
+            return
+        r = fig.request_for_x(x)
+        if r is not None:
+            self.jump_requested.emit(int(fig.request_event[r]))  # type: ignore[attr-defined]

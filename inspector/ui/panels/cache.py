@@ -464,19 +464,6 @@ class CachePanel(CompareAware, Panel):
         if self._cause is not None:
             self.jump_requested.emit(self._cause)
 
-    def _jump_to_x(self, x: float) -> None:
-        if self.compare is not None:
-            k = self.compare.primary_event_for_x(x)
-            if k is not None:
-                self.jump_requested.emit(int(k))
-            return
-        fig = self._fig
-        if fig is None:
-            return
-        r = fig.request_for_x(x)
-        if r is not None:
-            self.jump_requested.emit(int(fig.request_event[r]))
-
     def _scene_clicked(self, event: Any) -> None:
         if event.button() != Qt.MouseButton.LeftButton or event.double():
             return

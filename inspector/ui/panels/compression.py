@@ -150,19 +150,6 @@ class CompressionPanel(CompareAware, Panel):
                 text += f" · last before cursor: event {c.event}, {c.before_tokens:,} → {c.after_tokens:,} tok"
         self.readout.setText(text)
 
-    def _jump_to_x(self, x: float) -> None:
-        if self.compare is not None:
-            k = self.compare.primary_event_for_x(x)
-            if k is not None:
-                self.jump_requested.emit(int(k))
-            return
-        fig = self._fig
-        if fig is None:
-            return
-        r = fig.request_for_x(x)
-        if r is not None:
-            self.jump_requested.emit(int(fig.request_event[r]))
-
     def _clicked(self, x: float) -> None:
         """A click near a compression dot selects that compress event, elsewhere the request."""
         if self.compare is not None:

@@ -175,19 +175,6 @@ class TimelinePanel(CompareAware, Panel):
         parts.append(f"context {int(fig.context_length[r]):,}")
         self.readout.setText(" · ".join(parts))
 
-    def _jump_to_x(self, x: float) -> None:
-        if self.compare is not None:
-            k = self.compare.primary_event_for_x(x)
-            if k is not None:
-                self.jump_requested.emit(int(k))
-            return
-        fig = self._fig
-        if fig is None:
-            return
-        r = fig.request_for_x(x)
-        if r is not None:
-            self.jump_requested.emit(int(fig.request_event[r]))
-
     def _dragged(self, x: float) -> None:
         self._jump_to_x(x)
 
