@@ -58,13 +58,15 @@ class _Lookup:
     dead_used: float = 0.0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Prev:
     keys: list[str]
     hashes: list[int]
     tools_key: str
     roles: list[str] | None
     has_system: bool
+    tsum: list[int]
+    tools_tokens: int
 
 
 class CacheSimulator:
@@ -124,6 +126,7 @@ class CacheSimulator:
         ``block_roles`` only improves the reason text. ``breakpoints`` overrides Hermes'
         ``system_and_3`` placement with explicit block indices (breakpoint profiles only).
         ``timestamp`` is seconds (any epoch); without it no time passes since the last request.
+        Within one run, equal keys must carry equal token counts (keys identify content).
         """
         n = len(block_keys)
         if len(block_tokens) != n:
@@ -134,9 +137,9 @@ class CacheSimulator:
         roles = list(block_roles) if block_roles is not None else None
         prev = self._prev
         hashes, lcp = self._prefix_hashes(block_keys, tools_key, prev)
-        tsum = list(accumulate(block_tokens, initial=int(tools_tokens)))
-        total = tsum[-1]
         tools_same = prev is not None and prev.tools_key == tools_key
+        tsum = self._token_sums(block_tokens, int(tools_tokens), prev if tools_same else None, lcp)
+        total = tsum[-1]
         prefix_tokens = tsum[lcp] if tools_same else 0
         diverge = None
         if prev is not None:
@@ -169,7 +172,7 @@ class CacheSimulator:
             res.reason_kind, res.reason = "disabled", self._disabled_reason()
         else:
             self._classify(res, lookup, prev, lcp if tools_same else 0, block_keys, roles, tools_key, tsum)
-        self._prev = _Prev(list(block_keys), hashes, tools_key, roles, has_system)
+        self._prev = _Prev(list(block_keys), hashes, tools_key, roles, has_system, tsum, int(tools_tokens))
         if len(self._entries) > self._next_purge:
             self._purge(now)
         return res
@@ -231,6 +234,20 @@ class CacheSimulator:
             hashes.append(h)
         return hashes, lcp
 
+    @staticmethod
+    def _token_sums(block_tokens: Sequence[int], tools_tokens: int, prev: _Prev | None, lcp: int) -> list[int]:
+        """tsum[p] = tokens of tools + blocks[:p]; the prefix shared with ``prev`` is reused.
+
+        Equal keys carry equal token counts, so only the blocks after the common prefix are
+        summed: an append-only request costs its new messages, not the whole context.
+        """
+        if prev is None or prev.tools_tokens != tools_tokens or lcp == 0:
+            return list(accumulate(block_tokens, initial=tools_tokens))
+        tsum = prev.tsum[: lcp + 1]
+        tsum.extend(accumulate(block_tokens[lcp:], initial=tsum[-1]))
+        del tsum[lcp + 1]  # accumulate repeats its initial value
+        return tsum
+
     def _alive(self, last_used: float, now: float) -> bool:
         return self.ttl_seconds is None or now - last_used <= self.ttl_seconds
 
@@ -253,14 +270,16 @@ class CacheSimulator:
         live = dead = 0
         dead_used = 0.0
         entries = self._entries
+        ttl = self.ttl_seconds
         for b in bps:
             top = b + 1
             for p in range(top, max(1, top - look) - 1, -1):
                 used = entries.get(hashes[p])
                 if used is None:
                     continue
-                if self._alive(used, now):
-                    live = max(live, p)
+                if ttl is None or now - used <= ttl:
+                    if p > live:
+                        live = p
                     break
                 if p > dead:
                     dead, dead_used = p, used

@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from inspector.engines.contract import engine_overrides_hook
+from inspector.engines.contract import ContextEngine, engine_overrides_hook
 from inspector.host.guard import CallOutcome, call_inline, call_on_pool
 from inspector.host.responders import ProviderResponse, Responder
 from inspector.host.shaping import (
@@ -33,6 +33,7 @@ from inspector.tokens.rough import (
     estimate_request_tokens_rough,
     estimate_tools_tokens_rough,
     message_rough_chars,
+    rough_chars_from,
     rough_from_chars,
 )
 from inspector.trace.model import (
@@ -313,6 +314,8 @@ class Host:
         self._t0 = time.perf_counter()
         self._status_prev: dict[str, Any] | None = None
         self._status_failed = False
+        self._status_from_state = getattr(type(engine), "get_status", None) is ContextEngine.get_status
+        self._status_raw: tuple[Any, ...] | None = None
         # id(message) -> (message, shaped, wire, key, raw rough chars, raw images)
         self._form_cache: dict[int, tuple[dict, dict, dict, str, int, int]] = {}
         self._asm: _Assembly | None = None
@@ -363,6 +366,16 @@ class Host:
     def _status(self) -> dict[str, Any] | None:
         if self._status_failed:
             return self._status_prev
+        if self._status_from_state:
+            # The base class's get_status() reads only token attributes: unchanged attributes,
+            # unchanged status, so the call is skipped (tens of thousands of events per replay).
+            try:
+                raw = _STATE_GETTER(self.engine)
+            except Exception:
+                raw = None
+            if raw is not None and raw == self._status_raw and self._status_prev is not None:
+                return self._status_prev
+            self._status_raw = raw
         try:
             status = self.engine.get_status()
         except Exception as exc:  # recorded once; a broken get_status must not flood the trace
@@ -464,6 +477,12 @@ class Host:
     def _list_ref(self, messages: list[dict[str, Any]]) -> dict[str, int]:
         return {"$list": self.store.put_messages(messages)}
 
+    def _inputs_ref(self, inputs: list[dict[str, Any]]) -> dict[str, int] | None:
+        """The turn's inputs as the wire-form keys they will have in requests (already computed)."""
+        if not inputs:
+            return None
+        return {"$list": self.store.put_list([self._forms(m)[2] for m in inputs])}
+
     def _history_ref(self) -> dict[str, int]:
         """The current history as a list id of wire-form keys (shared with requests, so diffs align)."""
         asm = self._assembly()
@@ -504,9 +523,19 @@ class Host:
         if len(wire) == len(message) and all(a is b and wire[a] is message[b] for a, b in zip(wire, message)):
             raw_chars, raw_images = figures["rough_chars"], figures["images"]
         else:
-            raw_chars, raw_images = self._raw_rough(message)
+            derived = rough_chars_from(wire, figures["rough_chars"], message)
+            raw_chars, raw_images = (derived, 0) if derived is not None else self._raw_rough(message)
         self._form_cache[id(message)] = (message, shaped, wire, key, raw_chars, raw_images)
         return shaped, wire, key, raw_chars, raw_images
+
+    def prepare(self, messages: list[dict[str, Any]]) -> None:
+        """Compute the per-message forms of messages about to join the history, in one batch.
+
+        Only ever a speed-up: the same objects must be what is later appended, and the forms
+        are exactly what ``_forms`` would compute on demand.
+        """
+        for message in messages:
+            self._forms(message)
 
     def _raw_rough(self, message: dict[str, Any]) -> tuple[int, int]:
         """``message_rough_chars`` of a history message, computed once per message object."""
@@ -659,7 +688,7 @@ class Host:
         user = next((m for m in inputs if m.get("role") == "user"), None)
         self._turn_user = user
         ev = Event(index=0, kind=EV_TURN, turn=self.turn, t=self._now(),
-                   args={"inputs": self._list_ref(inputs) if inputs else None, "timestamp": timestamp})
+                   args={"inputs": self._inputs_ref(inputs), "timestamp": timestamp})
         ev.state = self._state()
         self._add(ev)
         self.history.extend(inputs)
@@ -1163,7 +1192,7 @@ class Host:
         self.history = compressed
         after_id = self._history_ref()["$list"]
         system = self.system_message["content"] if self.system_message else ""
-        rough_after = estimate_request_tokens_rough(compressed, system_prompt=system, tools=self.tools)
+        rough_after = self._request_rough(self._history_rough(), system)  # from the per-message figures
         ev.result = {"$list": after_id, "tokens_after": rough_after, "count_after": len(compressed),
                      "count_before": len(before)}
         # Commit: the boundary notifications Hermes sends with a session store, in place (§4.5).

@@ -39,14 +39,34 @@ class Responder(Protocol):
         """Tool messages answering ``assistant``'s calls, in order."""
 
 
+class WireMessages:
+    """The engine-facing form of each transcript message, built once per replay.
+
+    Handing the host the same object for a message every time it is asked lets the host's
+    per-object caches (shaping, hashing, counting) work ahead of the turn that needs them.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self._messages = session.messages
+        self._forms: dict[int, dict[str, Any]] = {}
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        form = self._forms.get(index)
+        if form is None:
+            form = self._forms[index] = wire_message(self._messages[index])
+        return form
+
+
 class ReplayResponder:
     """Teacher forcing: the transcript's own assistant and tool messages, in order."""
 
-    def __init__(self, session: Session, indices: list[int], calls: dict[int, ApiCall] | None = None) -> None:
+    def __init__(self, session: Session, indices: list[int], calls: dict[int, ApiCall] | None = None,
+                 wire: WireMessages | None = None) -> None:
         self._session = session
         self._indices = indices
         self._pos = 0
         self._calls = calls if calls is not None else {c.message_index: c for c in session.api_calls}
+        self._wire = wire if wire is not None else WireMessages(session)
 
     def _peek(self) -> dict[str, Any] | None:
         if self._pos < len(self._indices):
@@ -60,7 +80,7 @@ class ReplayResponder:
     def pending_inputs(self) -> list[dict[str, Any]]:
         out = []
         while (msg := self._peek()) is not None and msg.get("role") != "assistant":
-            out.append(wire_message(msg))
+            out.append(self._wire[self._indices[self._pos]])
             self._pos += 1
         return out
 
@@ -72,7 +92,7 @@ class ReplayResponder:
         self._pos += 1
         call = self._calls.get(index)
         return ProviderResponse(
-            message=wire_message(msg),
+            message=self._wire[index],
             recorded=call.usage if call else None,
             timestamp=(call.timestamp if call and call.timestamp is not None else msg.get("x_timestamp")),
             source_index=index,
@@ -81,7 +101,7 @@ class ReplayResponder:
     def tool_results(self, assistant: dict[str, Any], engine_results: dict[str, str]) -> list[dict[str, Any]]:
         out = []
         while (msg := self._peek()) is not None and msg.get("role") == "tool":
-            out.append(wire_message(msg))
+            out.append(self._wire[self._indices[self._pos]])
             self._pos += 1
         return out
 

@@ -12,6 +12,7 @@ from typing import Any
 
 IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
 IMAGE_TOKENS = 1500
+_PLAIN_CONTENT = (str, type(None))
 
 
 def estimate_tokens_rough(text: str) -> int:
@@ -58,6 +59,33 @@ def message_rough_chars(message: dict[str, Any]) -> tuple[int, int]:
     """(repr length, image count) of one message: the additive part of the estimate."""
     shadow, images = _shadow(message)
     return len(str(shadow)), images
+
+
+def rough_chars_from(base: dict[str, Any], base_chars: int, other: dict[str, Any]) -> int | None:
+    """``message_rough_chars(other)[0]`` from ``base``'s figure, measuring only what differs.
+
+    A dict's repr is ``{`` + ``', '.join('k: v')`` + ``}``, so its length is a sum over items:
+    a history row and its wire form share their (large) content object, and only the extra
+    keys and the edited values need a repr. None when the shortcut does not apply (an empty
+    dict, or content Hermes measures through a stripped shadow).
+    """
+    if not base or not other or type(base) is not dict or type(other) is not dict:
+        return None
+    for msg in (base, other):
+        if type(msg.get("content")) not in _PLAIN_CONTENT or "_anthropic_content_blocks" in msg:
+            return None
+    n = base_chars
+    for k, v in other.items():
+        if k in base:
+            b = base[k]
+            if b is not v:
+                n += len(repr(v)) - len(repr(b))
+        else:
+            n += len(repr(k)) + len(repr(v)) + 4  # "k: v" plus its ", " separator
+    for k, b in base.items():
+        if k not in other:
+            n -= len(repr(k)) + len(repr(b)) + 4
+    return n
 
 
 def estimate_messages_tokens_rough(messages: list[dict[str, Any]]) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 # Event kinds, in the vocabulary of hermes-host.md §2. The UI groups and colours by these.
@@ -103,7 +103,7 @@ class MessageStore:
         return [self.messages[k] for k in self.lists[list_id]]
 
 
-@dataclass
+@dataclass(slots=True)
 class Fault:
     """Something an engine (or the host around it) did wrong, recorded as data."""
 
@@ -115,7 +115,7 @@ class Fault:
         return {"kind": self.kind, "message": self.message, "traceback": self.traceback}
 
 
-@dataclass
+@dataclass(slots=True)
 class Event:
     """One hook call (or host marker), with inputs, outputs and the engine state after it.
 
@@ -138,7 +138,7 @@ class Event:
     note: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class CacheInfo:
     """The simulated prompt-cache outcome of one request."""
 
@@ -153,10 +153,10 @@ class CacheInfo:
     cost: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-@dataclass
+@dataclass(slots=True)
 class Request:
     """One simulated (or live) provider call: what the engine made the model see."""
 
@@ -176,7 +176,7 @@ class Request:
     response_key: str | None = None  # the assistant message this call produced
 
 
-@dataclass
+@dataclass(slots=True)
 class Mark:
     """A user's bookmark or note, saved inside the trace file."""
 

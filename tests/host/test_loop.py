@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 
+from inspector.engines.contract import ContextEngine
 from inspector.host.replay import replay
 from inspector.trace.model import EV_RESPONSE, EV_SESSION_END, EV_SESSION_START, EV_TOOL, EV_TURN_COMPLETE
 
@@ -102,6 +103,29 @@ def test_a_raising_engine_is_recorded_and_the_replay_continues(config, nocache):
     messages = [trace.events[i].fault.message for i in trace.fault_events]
     assert any("should_compress exploded" in m for m in messages)
     assert sum("get_status" in m for m in messages) == 1
+
+
+def test_every_event_records_the_status_get_status_gives_after_it(config, nocache):
+    # The base class's get_status is only re-read when a token attribute changed; the recorded
+    # status must still be, event by event, exactly what get_status() returns at that point.
+    seen = []
+
+    class Watched(CountingEngine):
+        def update_from_response(self, usage):
+            super().update_from_response(usage)
+            seen.append(ContextEngine.get_status(self))
+
+    engine = Watched()
+    trace = replay(coding_session(6, tool_chars=30000), engine, config, simulator=nocache)
+    assert any(e.kind == "compress" for e in trace.events)
+    responses = [e for e in trace.events if e.kind == "update_from_response"]
+    assert [e.status for e in responses] == seen
+    for ev in trace.events:
+        if ev.status is not None and ev.state is not None:
+            last, _, _, threshold, ctx, count = ev.state
+            assert ev.status["last_prompt_tokens"] == max(0, last)
+            assert (ev.status["threshold_tokens"], ev.status["context_length"]) == (threshold, ctx)
+            assert ev.status["compression_count"] == count
 
 
 def test_a_hanging_hook_is_interrupted(config, nocache):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from inspector.tokens import rough
 
 
@@ -85,3 +88,40 @@ def test_request_estimate_adds_parts():
     assert rough.estimate_request_tokens_rough(
         msgs, system_prompt="abcdefgh"
     ) == 2 + rough.estimate_messages_tokens_rough(msgs)
+
+
+_values = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=40),
+    st.lists(st.dictionaries(st.text(max_size=5), st.text(max_size=10), max_size=3), max_size=3),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.dictionaries(st.text(min_size=1, max_size=8), _values, min_size=1, max_size=5),
+    content=st.one_of(st.none(), st.text(max_size=60)),
+    dropped=st.integers(0, 5),
+    extra=st.dictionaries(st.text(min_size=1, max_size=8), _values, max_size=3),
+    edited=st.dictionaries(st.sampled_from(["content", "role"]), st.text(max_size=20), max_size=2),
+)
+def test_rough_chars_from_a_related_message_equals_measuring_it(base, content, dropped, extra, edited):
+    # A history row and its wire form share most values; the shortcut must give Hermes'
+    # figure for the row exactly, whatever was dropped, added or edited.
+    base = {**base, "content": content}
+    other = {k: v for i, (k, v) in enumerate(base.items()) if i != dropped}
+    other.update(extra)
+    other.update(edited)
+    expected = rough.message_rough_chars(other)[0]
+    derived = rough.rough_chars_from(base, rough.message_rough_chars(base)[0], other)
+    if derived is not None:
+        assert derived == expected
+    else:
+        assert not other or type(other.get("content")) not in (str, type(None))
+
+
+def test_rough_chars_from_declines_shadowed_content():
+    base = {"role": "user", "content": "hi"}
+    with_image = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:x"}}]}
+    assert rough.rough_chars_from(base, rough.message_rough_chars(base)[0], with_image) is None
+    blocks = {"role": "assistant", "content": "x", "_anthropic_content_blocks": []}
+    assert rough.rough_chars_from(base, rough.message_rough_chars(base)[0], blocks) is None

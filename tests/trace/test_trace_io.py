@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 from pathlib import Path
@@ -107,7 +108,7 @@ def make_trace(turns: int = 4, *, engine: str = "compressor") -> Trace:
 
 
 def event_dicts(trace: Trace) -> list[dict]:
-    return [dict(ev.__dict__) for ev in trace.events]
+    return [dataclasses.asdict(ev) for ev in trace.events]
 
 
 def assert_same(a: Trace, b: Trace) -> None:
@@ -116,7 +117,7 @@ def assert_same(a: Trace, b: Trace) -> None:
     assert b.store.tokens == a.store.tokens
     assert b.store.lists == a.store.lists
     assert event_dicts(b) == event_dicts(a)
-    assert [r.__dict__ for r in b.requests] == [r.__dict__ for r in a.requests]
+    assert [dataclasses.asdict(r) for r in b.requests] == [dataclasses.asdict(r) for r in a.requests]
     assert b.marks == a.marks
     assert b.tool_schemas == a.tool_schemas
     # Same answers to the per-event queries the panels use.
