@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from inspector.trace.diff import MessageDiff, diff_messages
-from inspector.trace.model import EV_COMPRESS, Request, Trace
+from inspector.trace.model import EV_COMPRESS, Request, Trace, key_scheme
 
 if TYPE_CHECKING:
     from inspector.compare.runs import Comparison
@@ -282,7 +282,8 @@ def diff_runs(comparison: Comparison | Alignment, row: int, a: int, b: int) -> M
     ta, tb = al.traces[a], al.traces[b]
     if ra is None or rb is None or ta is None or tb is None:
         return None
-    keys_a = list(ta.store.get_list(ra.selected))
-    keys_b = list(tb.store.get_list(rb.selected))
-    return diff_messages(ta.store.materialise(ra.selected), tb.store.materialise(rb.selected),
-                         keys_before=keys_a, keys_after=keys_b)
+    before, after = ta.store.materialise(ra.selected), tb.store.materialise(rb.selected)
+    if key_scheme(ta) != key_scheme(tb):  # a trace saved by an older inspector: re-key both sides
+        return diff_messages(before, after)
+    return diff_messages(before, after, keys_before=list(ta.store.get_list(ra.selected)),
+                         keys_after=list(tb.store.get_list(rb.selected)))

@@ -32,6 +32,7 @@ from inspector.sessions.model import Usage
 from inspector.tokens.rough import (
     estimate_request_tokens_rough,
     estimate_tools_tokens_rough,
+    is_plain,
     message_rough_chars,
     rough_chars_from,
     rough_from_chars,
@@ -56,6 +57,7 @@ from inspector.trace.model import (
     EV_TURN,
     EV_TURN_COMPLETE,
     EV_UPDATE_MODEL,
+    KEY_SCHEME,
     STATE_FIELDS,
     CacheInfo,
     Event,
@@ -314,6 +316,7 @@ class Host:
         self._t0 = time.perf_counter()
         self._status_prev: dict[str, Any] | None = None
         self._status_failed = False
+        self.trace.meta.setdefault("message_keys", KEY_SCHEME)
         self._status_from_state = getattr(type(engine), "get_status", None) is ContextEngine.get_status
         self._status_raw: tuple[Any, ...] | None = None
         # id(message) -> (message, shaped, wire, key, raw rough chars, raw images)
@@ -518,13 +521,14 @@ class Host:
                 return entry[1], entry[2], entry[3], entry[4], entry[5]
         shaped = shape_message(message)
         wire = sanitize_message(shaped)
-        key = self.store.put(wire)
-        figures = self._count(key, wire)
-        if len(wire) == len(message) and all(a is b and wire[a] is message[b] for a, b in zip(wire, message)):
-            raw_chars, raw_images = figures["rough_chars"], figures["images"]
-        else:
-            derived = rough_chars_from(wire, figures["rough_chars"], message)
-            raw_chars, raw_images = (derived, 0) if derived is not None else self._raw_rough(message)
+        key, chars = self.store.put_measured(wire)
+        figures = self._count(key, wire, chars)
+        raw_chars, raw_images = rough_chars_from(wire, figures["rough_chars"], message), 0
+        if raw_chars is None:
+            if len(wire) == len(message) and all(a is b and wire[a] is message[b] for a, b in zip(wire, message)):
+                raw_chars, raw_images = figures["rough_chars"], figures["images"]
+            else:
+                raw_chars, raw_images = self._raw_rough(message)
         self._form_cache[id(message)] = (message, shaped, wire, key, raw_chars, raw_images)
         return shaped, wire, key, raw_chars, raw_images
 
@@ -558,10 +562,14 @@ class Host:
             images += i
         return rough_from_chars(chars, images)
 
-    def _count(self, key: str, wire: dict[str, Any]) -> dict[str, int]:
+    def _count(self, key: str, wire: dict[str, Any], chars: int | None = None) -> dict[str, int]:
+        """Token figures of a wire message; ``chars`` is its repr length when hashing measured it."""
         figures = self.store.tokens.get(key)
         if figures is None:
-            chars, images = message_rough_chars(wire)
+            if chars is not None and is_plain(wire):
+                images = 0  # nothing for Hermes' estimator to strip: the repr is what it measures
+            else:
+                chars, images = message_rough_chars(wire)
             figures = self.store.tokens[key] = {
                 "tiktoken": self.counter.count_message(wire, key=key),
                 "rough_chars": chars,
@@ -1270,9 +1278,9 @@ class Host:
     def _simulate(self, sel_keys: list[str], block_tokens: list[int], timestamp: float | None,
                   completion: int, roles: list[str]) -> CacheInfo:
         # block_tokens stays empty: it is derivable from the selected list and per-key counts.
-        info = CacheInfo(uncached=sum(block_tokens) + self._tools_tokens,
-                         reason_kind="disabled", reason="no cache simulator")
+        info = CacheInfo(reason_kind="disabled", reason="no cache simulator")
         if self.simulator is None:
+            info.uncached = sum(block_tokens) + self._tools_tokens
             return info
         has_system = bool(roles) and roles[0] == "system"
         try:
@@ -1283,6 +1291,7 @@ class Host:
                 block_roles=roles,
             )
         except Exception as exc:
+            info.uncached = sum(block_tokens) + self._tools_tokens
             info.reason = f"cache simulator failed: {exc}"
             return info
         info.read, info.write, info.uncached = res.read, res.write, res.uncached

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from inspector import __version__
+from inspector.host.gc_batches import collect_batch, collection_in_batches
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.responders import ReplayResponder, WireMessages
 from inspector.sessions.model import ApiCall, Compaction, Session, Turn, is_replayable
@@ -152,6 +153,7 @@ def _play_all(host: Host, session: Session, progress: ProgressFn | None, cancel:
                                        note="replay cancelled by the user"))
             return True
         if n % PREPARE_TURNS == 0:
+            collect_batch()
             ahead = session.turns[n:n + PREPARE_TURNS]
             host.prepare([wire[i] for t in ahead for i in range(t.start, t.end)
                           if (i > 0 or messages[i].get("role") != "system") and is_replayable(messages[i])])
@@ -224,7 +226,7 @@ def replay(
     started = time.perf_counter()
     from inspector.llm import aux
 
-    with _activated(loaded), aux.recording(host.aux_sink):
+    with _activated(loaded), aux.recording(host.aux_sink), collection_in_batches():
         cancelled = _play_all(host, session, progress, cancel)
         trace = host.end()
     trace.meta["host_seconds"] = round(time.perf_counter() - started, 4)

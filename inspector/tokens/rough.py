@@ -61,6 +61,11 @@ def message_rough_chars(message: dict[str, Any]) -> tuple[int, int]:
     return len(str(shadow)), images
 
 
+def is_plain(message: dict[str, Any]) -> bool:
+    """True when Hermes measures the message as it is (no image or block shadow to strip)."""
+    return type(message.get("content")) in _PLAIN_CONTENT and "_anthropic_content_blocks" not in message
+
+
 def rough_chars_from(base: dict[str, Any], base_chars: int, other: dict[str, Any]) -> int | None:
     """``message_rough_chars(other)[0]`` from ``base``'s figure, measuring only what differs.
 
@@ -71,21 +76,40 @@ def rough_chars_from(base: dict[str, Any], base_chars: int, other: dict[str, Any
     """
     if not base or not other or type(base) is not dict or type(other) is not dict:
         return None
-    for msg in (base, other):
-        if type(msg.get("content")) not in _PLAIN_CONTENT or "_anthropic_content_blocks" in msg:
-            return None
+    if not (is_plain(base) and is_plain(other)):
+        return None
     n = base_chars
     for k, v in other.items():
         if k in base:
             b = base[k]
             if b is not v:
-                n += len(repr(v)) - len(repr(b))
+                n += _repr_len_delta(b, v)
         else:
             n += len(repr(k)) + len(repr(v)) + 4  # "k: v" plus its ", " separator
     for k, b in base.items():
         if k not in other:
             n -= len(repr(k)) + len(repr(b)) + 4
     return n
+
+
+def _repr_len_delta(old: Any, new: Any) -> int:
+    """len(repr(new)) - len(repr(old)), without a repr of a long text that was only stripped.
+
+    The wire form strips string content; the characters stripped are whitespace, which never
+    changes the quote style, so each adds its own escaped length (1 for a space, 2 for ``\n``).
+    """
+    if type(old) is str and type(new) is str:
+        if len(new) > len(old) and new.strip() == old:
+            return _stripped_repr_len(new, old)
+        if len(old) > len(new) and old.strip() == new:
+            return -_stripped_repr_len(old, new)
+    return len(repr(new)) - len(repr(old))
+
+
+def _stripped_repr_len(text: str, stripped: str) -> int:
+    lead = len(text) - len(text.lstrip())
+    cut = text if not stripped else text[:lead] + text[lead + len(stripped):]
+    return sum(len(repr(c)) - 2 for c in cut)
 
 
 def estimate_messages_tokens_rough(messages: list[dict[str, Any]]) -> int:

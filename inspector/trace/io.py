@@ -68,7 +68,16 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from inspector.trace.model import CacheInfo, Event, Fault, Mark, Request, Trace, message_key
+from inspector.trace.model import (
+    CacheInfo,
+    Event,
+    Fault,
+    Mark,
+    Request,
+    Trace,
+    legacy_message_key,
+    message_key,
+)
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -1409,7 +1418,7 @@ def _decode_run(
 def _verify_keys(messages: dict[str, dict[str, Any]]) -> None:
     for key, msg in messages.items():
         _expect(isinstance(msg, dict), f"message {key} is not an object")
-        _expect(message_key(msg) == key, f"message {key} does not match its content hash")
+        _expect(key in (message_key(msg), legacy_message_key(msg)), f"message {key} does not match its content hash")
 
 
 _DECODE_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError)

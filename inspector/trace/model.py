@@ -53,15 +53,83 @@ STATE_FIELDS = (
 )
 
 
-# The canonical form, built once: ``json.dumps`` with these arguments constructs a new encoder
-# on every call, which costs a third of hashing a short message. Encoding is stateless, so
-# one instance serves every thread; the output is byte-for-byte what ``json.dumps`` gives.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+# Messages are keyed by a hash of their repr with dict keys sorted at every level: one pass of
+# C code that also yields the repr's length, which is Hermes' rough token figure for the
+# message (hermes-host.md §8.1), so hashing a message measures it for free. Keys written
+# before this scheme (canonical JSON) stay valid in saved traces; see ``KEY_SCHEME``.
+KEY_SCHEME = "repr-sorted"
+LEGACY_KEY_SCHEME = "json-sorted"
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+_LEGACY_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _key_text(k: Any) -> str:
+    """A dict key as JSON writes it, so a key survives a save and load unchanged."""
+    if type(k) is str:
+        return k
+    if k is None or type(k) is bool:
+        return json.dumps(k)
+    return str(k) if type(k) in (int, float) else repr(k)
+
+
+def _canonical(value: Any) -> tuple[Any, bool]:
+    """(value with dict keys sorted at every level, whether its repr length is unchanged).
+
+    Values JSON would write differently (tuples, other objects, non-string keys) become what a
+    saved-and-reloaded trace holds, so a key can be re-checked after loading.
+    """
+    t = type(value)
+    if t in _SCALAR_TYPES:
+        return value, True
+    exact = True
+    if t is dict:
+        items = []
+        for k, v in value.items():
+            if type(k) is not str:
+                exact = False
+                k = _key_text(k)
+            if type(v) not in _SCALAR_TYPES:
+                v, same = _canonical(v)
+                exact = exact and same
+            items.append((k, v))
+        items.sort(key=_first)
+        return dict(items), exact
+    if t is list or t is tuple:
+        out = []
+        for v in value:
+            if type(v) not in _SCALAR_TYPES:
+                v, same = _canonical(v)
+                exact = exact and same
+            out.append(v)
+        return out, exact and t is list
+    return str(value), False
+
+
+def _first(item: tuple[str, Any]) -> str:
+    return item[0]
+
+
+def measured_key(message: dict[str, Any]) -> tuple[str, int | None]:
+    """(content key, ``len(str(message))``) — the length is None when the repr had to be normalised."""
+    canonical, exact = _canonical(message)
+    text = repr(canonical)
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+    return key, (len(text) if exact else None)
 
 
 def message_key(message: dict[str, Any]) -> str:
-    """Content hash of a message's canonical JSON (sorted keys, no whitespace)."""
-    canonical = _CANONICAL.encode(message)
+    """Content hash of a message: equal content (in any key order) gives an equal key."""
+    return measured_key(message)[0]
+
+
+def key_scheme(trace: Trace) -> str:
+    """How ``trace``'s message keys were made (traces from before the scheme was recorded: JSON)."""
+    return str(trace.meta.get("message_keys", LEGACY_KEY_SCHEME))
+
+
+def legacy_message_key(message: dict[str, Any]) -> str:
+    """The key traces written before ``KEY_SCHEME`` used (hash of the canonical JSON)."""
+    canonical = _LEGACY_CANONICAL.encode(message)
     return hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
 
 
@@ -76,10 +144,14 @@ class MessageStore:
         self.tokens: dict[str, dict[str, int]] = {}
 
     def put(self, message: dict[str, Any]) -> str:
-        key = message_key(message)
+        return self.put_measured(message)[0]
+
+    def put_measured(self, message: dict[str, Any]) -> tuple[str, int | None]:
+        """Store a message; returns its key and its repr length (see :func:`measured_key`)."""
+        key, chars = measured_key(message)
         if key not in self.messages:
             self.messages[key] = message
-        return key
+        return key, chars
 
     def get(self, key: str) -> dict[str, Any]:
         return self.messages[key]

@@ -14,7 +14,7 @@ from inspector.compare import (
 )
 from inspector.compare.runs import Comparison, RunResult, RunSpec
 from inspector.trace.diff import OP_EQUAL, apply_diff
-from inspector.trace.model import EV_COMPRESS, EV_TURN
+from inspector.trace.model import EV_COMPRESS, EV_TURN, KEY_SCHEME, legacy_message_key
 
 from .conftest import make_session, synthetic_trace
 
@@ -116,6 +116,19 @@ def test_diff_runs_on_synthetic_traces():
     assert not d.identical and d.common_prefix == 1  # only the system message is shared
     assert d.after == b.request_messages(b.requests[3])
     assert diff_runs(comp, al.rows.index((1, 2)), 0, 1) is None  # run 0 has no such request
+
+
+def test_diff_runs_against_a_trace_keyed_the_old_way_still_finds_the_shared_prefix():
+    a = synthetic_trace([2, 2])
+    b = synthetic_trace([2, 2])
+    # b as an older inspector saved it: the same messages under canonical-JSON keys.
+    old_keys = {k: legacy_message_key(m) for k, m in b.store.messages.items()}
+    b.store.messages = {old_keys[k]: m for k, m in b.store.messages.items()}
+    b.store.lists = [tuple(old_keys[k] for k in lst) for lst in b.store.lists]
+    b.meta.pop("message_keys", None)
+    a.meta["message_keys"] = KEY_SCHEME
+    comp = _comparison(a, b)
+    assert all(diff_runs(comp, row, 0, 1).identical for row in range(len(comp.alignment.rows)))
 
 
 def test_real_replays_align_by_turn_and_call(plugin_dir, base_config):
