@@ -19,12 +19,14 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
+from typing import Any
 
 from inspector.cache.rules import Profile, Rules, load_rules
 
 DISABLED_TTLS = frozenset({"", "0", "off", "none", "false", "disabled"})
 KINDS = ("hit", "cold", "ttl", "below_minimum", "prefix_break", "lookback", "disabled")
 _PURGE_START = 500_000  # entries held before the first sweep of expired ones
+_UNPRICED = object()
 
 
 @dataclass
@@ -60,7 +62,7 @@ class _Lookup:
 
 @dataclass(slots=True)
 class _Prev:
-    keys: list[str]
+    keys: tuple[str, ...]
     hashes: list[int]
     tools_key: str
     roles: list[str] | None
@@ -94,6 +96,7 @@ class CacheSimulator:
             self.profile.min_prefix_for(model) if self.profile.mode in ("breakpoints", "automatic") else 0
         )
         self._entries: dict[int, float] = {}  # prefix hash → time of last use (or creation)
+        self._prices: dict[str, Any] = {}  # model → its price row (looked up once per model)
         self._prev: _Prev | None = None
         self._now = 0.0
         self._next_purge = _PURGE_START
@@ -111,7 +114,7 @@ class CacheSimulator:
     def simulate(
         self,
         *,
-        block_keys: list[str],
+        block_keys: Sequence[str],
         block_tokens: list[int],
         tools_key: str = "",
         tools_tokens: int = 0,
@@ -128,6 +131,7 @@ class CacheSimulator:
         ``timestamp`` is seconds (any epoch); without it no time passes since the last request.
         Within one run, equal keys must carry equal token counts (keys identify content).
         """
+        block_keys = tuple(block_keys)  # kept for the next request; free when given a tuple
         n = len(block_keys)
         if len(block_tokens) != n:
             raise ValueError(f"block_keys has {n} entries but block_tokens has {len(block_tokens)}")
@@ -172,7 +176,7 @@ class CacheSimulator:
             res.reason_kind, res.reason = "disabled", self._disabled_reason()
         else:
             self._classify(res, lookup, prev, lcp if tools_same else 0, block_keys, roles, tools_key, tsum)
-        self._prev = _Prev(list(block_keys), hashes, tools_key, roles, has_system, tsum, int(tools_tokens))
+        self._prev = _Prev(block_keys, hashes, tools_key, roles, has_system, tsum, int(tools_tokens))
         if len(self._entries) > self._next_purge:
             self._purge(now)
         return res
@@ -181,7 +185,10 @@ class CacheSimulator:
         self, read: int, write: int, uncached: int, output_tokens: int = 0, model: str | None = None
     ) -> float | None:
         """US$ for one request from the price table; None when the model has no price (or ``ideal``)."""
-        price = self.rules.price_for(model if model is not None else self.model)
+        model = model if model is not None else self.model
+        price = self._prices.get(model, _UNPRICED)
+        if price is _UNPRICED:
+            price = self._prices[model] = self.rules.price_for(model)
         if price is None or self.profile.mode == "ideal":
             return None
         read_price = (
@@ -210,7 +217,7 @@ class CacheSimulator:
         return out
 
     # -- prefix hashes ---------------------------------------------------------------
-    def _prefix_hashes(self, keys: list[str], tools_key: str, prev: _Prev | None) -> tuple[list[int], int]:
+    def _prefix_hashes(self, keys: tuple[str, ...], tools_key: str, prev: _Prev | None) -> tuple[list[int], int]:
         """hashes[p] identifies tools + blocks[:p]; returns them and the block-LCP with ``prev``.
 
         The common prefix with the previous request is found with a C-level slice compare in
@@ -349,7 +356,7 @@ class CacheSimulator:
         lookup: _Lookup,
         prev: _Prev | None,
         shared: int,
-        keys: list[str],
+        keys: tuple[str, ...],
         roles: list[str] | None,
         tools_key: str,
         tsum: list[int],
@@ -417,7 +424,7 @@ class CacheSimulator:
         return ""
 
     def _break_words(
-        self, res: CacheResult, prev: _Prev, keys: list[str], roles: list[str] | None, tools_key: str
+        self, res: CacheResult, prev: _Prev, keys: tuple[str, ...], roles: list[str] | None, tools_key: str
     ) -> str:
         n = len(keys)
         if res.region == "tools":
@@ -458,7 +465,7 @@ def _short(key: str) -> str:
     return f"key {key[:8]}…" if key else "no tools"
 
 
-def _describe(roles: list[str] | None, keys: list[str], i: int) -> str:
+def _describe(roles: list[str] | None, keys: Sequence[str], i: int) -> str:
     if i >= len(keys):
         return "nothing (the list ended)"
     role = roles[i] if roles is not None and i < len(roles) else None

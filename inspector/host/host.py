@@ -413,7 +413,7 @@ class Host:
         **kwargs: Any,
     ) -> tuple[Event, CallOutcome]:
         """Call an engine hook under guard and record it as an event."""
-        t = self._now()
+        t = time.perf_counter() - self._t0
         if on_pool:
             outcome = call_on_pool(lambda: fn(*args, **kwargs), timeout)
         else:
@@ -431,7 +431,8 @@ class Host:
         )
         event.state = self._state()
         event.status = self._status()
-        self._add(event)
+        self.trace.add_event(event)
+        self._events_since_request.append(event)
         if self._aux_pending:
             self._drain_aux(event)
         return event, outcome
@@ -839,7 +840,7 @@ class Host:
         asm = self._assembly()
         return rough_from_chars(asm.raw_chars, asm.raw_images)
 
-    def _select(self, asm: _Assembly, keys: list[str]) -> tuple[list[dict], list[str], bool]:
+    def _select(self, asm: _Assembly, keys: tuple[str, ...]) -> tuple[list[dict], tuple[str, ...], bool]:
         """``select_context`` with Hermes' skip check and validation table (§3)."""
         wire = asm.wire
         if not self._overrides["select_context"]:
@@ -881,7 +882,7 @@ class Host:
             ev.note = "engine edited request_messages in place and returned it"
         selected = [sanitize_message(m) for m in result]
         selected, dropped = drop_orphan_tool_results(selected)
-        new_keys = [self.store.put(m) for m in selected]
+        new_keys = tuple(self.store.put(m) for m in selected)
         for k, m in zip(new_keys, selected):
             self._count(k, m)
         ev.result = {"$list": self.store.put_list(new_keys)}
@@ -891,7 +892,7 @@ class Host:
             return wire, keys, False
         return selected, new_keys, True
 
-    def _pressure(self, asm: _Assembly, keys: list[str], by_engine: bool) -> tuple[int, int]:
+    def _pressure(self, asm: _Assembly, keys: tuple[str, ...], by_engine: bool) -> tuple[int, int]:
         """(rough pressure for the pre-API gate, tokenizer count) of the request being sent."""
         if by_engine:
             chars = images = tik = 0
@@ -915,7 +916,7 @@ class Host:
         """Assemble, select, gate, call the provider, feed usage, run tools. None = turn over."""
         while True:
             asm = self._assembly()
-            keys = list(asm.keys)
+            keys = tuple(asm.keys)  # one copy per request, shared by the trace's list and the simulator
             selected, sel_keys, by_engine = self._select(asm, keys)
             pressure, tik = self._pressure(asm, sel_keys, by_engine)
             s = self.settings
@@ -992,8 +993,8 @@ class Host:
         self,
         response: ProviderResponse,
         responder: Responder,
-        keys: list[str],
-        sel_keys: list[str],
+        keys: tuple[str, ...],
+        sel_keys: tuple[str, ...],
         by_engine: bool,
         pressure: int,
         tik: int,
@@ -1275,7 +1276,7 @@ class Host:
         return self._compress(t, site="manual", focus_topic=focus_topic, force=True)
 
     # -- cache ------------------------------------------------------------------------------
-    def _simulate(self, sel_keys: list[str], block_tokens: list[int], timestamp: float | None,
+    def _simulate(self, sel_keys: tuple[str, ...], block_tokens: list[int], timestamp: float | None,
                   completion: int, roles: list[str]) -> CacheInfo:
         # block_tokens stays empty: it is derivable from the selected list and per-key counts.
         info = CacheInfo(reason_kind="disabled", reason="no cache simulator")
@@ -1309,7 +1310,7 @@ class Host:
             info.cost = None
         return info
 
-    def _break_cause(self, sel_keys: list[str], break_index: int) -> Event | None:
+    def _break_cause(self, sel_keys: tuple[str, ...], break_index: int) -> Event | None:
         """Which engine action since the previous request changed the message at the break point."""
         for ev in reversed(self._events_since_request):
             if ev.kind in (EV_COMPRESS, EV_PRUNE) and isinstance(ev.result, dict) and "$list" in ev.result and not ev.result.get("unchanged"):

@@ -8,11 +8,13 @@ the inspector must get them to the character, not approximately.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
 IMAGE_TOKENS = 1500
 _PLAIN_CONTENT = (str, type(None))
+_LEADING_SPACE = re.compile(r"\s*")  # \s is str.isspace(), the set str.strip() removes
 
 
 def estimate_tokens_rough(text: str) -> int:
@@ -96,19 +98,33 @@ def _repr_len_delta(old: Any, new: Any) -> int:
     """len(repr(new)) - len(repr(old)), without a repr of a long text that was only stripped.
 
     The wire form strips string content; the characters stripped are whitespace, which never
-    changes the quote style, so each adds its own escaped length (1 for a space, 2 for ``\n``).
+    changes the quote style, so each adds its own escaped length (1 for a space, 2 for ``\\n``).
     """
     if type(old) is str and type(new) is str:
-        if len(new) > len(old) and new.strip() == old:
-            return _stripped_repr_len(new, old)
-        if len(old) > len(new) and old.strip() == new:
-            return -_stripped_repr_len(old, new)
+        if len(new) > len(old):
+            extra = _whitespace_around(new, old)
+            if extra is not None:
+                return extra
+        elif len(old) > len(new):
+            extra = _whitespace_around(old, new)
+            if extra is not None:
+                return -extra
     return len(repr(new)) - len(repr(old))
 
 
-def _stripped_repr_len(text: str, stripped: str) -> int:
-    lead = len(text) - len(text.lstrip())
-    cut = text if not stripped else text[:lead] + text[lead + len(stripped):]
+def _whitespace_around(text: str, stripped: str) -> int | None:
+    """The repr length of the whitespace ``text`` has around ``stripped``; None unless
+    ``stripped == text.strip()``. Compares in place: no copy of the long middle."""
+    if stripped and (stripped[0].isspace() or stripped[-1].isspace()):
+        return None
+    lead = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]  # \s* always matches
+    if not text.startswith(stripped, lead):
+        return None
+    cut = text[:lead] + text[lead + len(stripped):]
+    if cut and not cut.isspace():
+        return None
+    if not cut.strip(" \t\n\r"):  # the usual whitespace: a space is itself, the rest escape to two
+        return len(cut) + cut.count("\n") + cut.count("\t") + cut.count("\r")
     return sum(len(repr(c)) - 2 for c in cut)
 
 

@@ -60,6 +60,7 @@ STATE_FIELDS = (
 KEY_SCHEME = "repr-sorted"
 LEGACY_KEY_SCHEME = "json-sorted"
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+_STR_ONLY = frozenset({str})
 _LEGACY_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
@@ -81,6 +82,8 @@ def _canonical(value: Any) -> tuple[Any, bool]:
     t = type(value)
     if t in _SCALAR_TYPES:
         return value, True
+    if t is dict and _STR_ONLY.issuperset(map(type, value)) and _SCALAR_TYPES.issuperset(map(type, value.values())):
+        return dict(sorted(value.items())), True  # the common flat message, sorted in C
     exact = True
     if t is dict:
         items = []
