@@ -234,7 +234,8 @@ class CacheSimulator:
                 lcp = m
             else:
                 lcp = _common_prefix(prev.keys, keys)
-            hashes = prev.hashes[: lcp + 1]
+            hashes = prev.hashes  # taken over, not copied: the previous request is replaced next
+            del hashes[lcp + 1 :]
         h = hashes[-1]
         for key in keys[len(hashes) - 1 :]:
             h = hash((h, key))
@@ -250,9 +251,11 @@ class CacheSimulator:
         """
         if prev is None or prev.tools_tokens != tools_tokens or lcp == 0:
             return list(accumulate(block_tokens, initial=tools_tokens))
-        tsum = prev.tsum[: lcp + 1]
-        tsum.extend(accumulate(block_tokens[lcp:], initial=tsum[-1]))
-        del tsum[lcp + 1]  # accumulate repeats its initial value
+        tsum = prev.tsum  # taken over, not copied: the previous request is replaced next
+        del tsum[lcp + 1 :]
+        tail = accumulate(block_tokens[lcp:], initial=tsum[-1])
+        next(tail)  # accumulate repeats its initial value
+        tsum.extend(tail)
         return tsum
 
     def _alive(self, last_used: float, now: float) -> bool:

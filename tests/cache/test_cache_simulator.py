@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import time
+from itertools import accumulate
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector.cache.simulator import CacheSimulator
 
@@ -243,3 +246,48 @@ def test_long_session_cost_is_linear(profile):
     for i in range(1, 3001):
         sim.simulate(block_keys=keys[:i], block_tokens=toks[:i], timestamp=float(i))
     assert time.perf_counter() - start < 10.0
+
+
+class _FromScratch(CacheSimulator):
+    """The same model without reusing the previous request's prefix hashes and token sums."""
+
+    def _prefix_hashes(self, keys, tools_key, prev):
+        hashes = [hash(("tools", tools_key))]
+        for key in keys:
+            hashes.append(hash((hashes[-1], key)))
+        lcp = 0 if prev is None else next(
+            (i for i, (a, b) in enumerate(zip(prev.keys, keys)) if a != b), min(len(prev.keys), len(keys)))
+        return hashes, lcp
+
+    @staticmethod
+    def _token_sums(block_tokens, tools_tokens, prev, lcp):
+        return list(accumulate(block_tokens, initial=tools_tokens))
+
+
+_edits = st.lists(st.tuples(st.sampled_from(["append", "truncate", "replace", "tools", "wait"]),
+                            st.integers(0, 40)), min_size=1, max_size=25)
+
+
+@settings(max_examples=120, deadline=None)
+@given(edits=_edits, profile=st.sampled_from(["anthropic", "openai", "deepseek", "ideal"]))
+def test_reusing_the_previous_request_gives_the_same_answers_as_starting_over(edits, profile):
+    # Keys identify content, so a block keeps its token count across requests.
+    fast, slow = CacheSimulator(profile, model="claude-sonnet-4-5"), _FromScratch(profile, model="claude-sonnet-4-5")
+    keys: list[str] = ["sys"]
+    tools, now, fresh = "t0", 0.0, 0
+    for op, n in edits:
+        if op == "append":
+            keys += [f"k{fresh + i}" for i in range(n % 6 + 1)]
+        elif op == "truncate":
+            keys = keys[: max(1, len(keys) - n % 5)]
+        elif op == "replace" and len(keys) > 1:
+            keys[1 + n % (len(keys) - 1)] = f"k{fresh}"
+        elif op == "tools":
+            tools = f"t{n % 2}"
+        else:
+            now += n * 30
+        fresh += 10
+        toks = [100 + (sum(map(ord, k)) * 37) % 900 for k in keys]
+        a = fast.simulate(block_keys=tuple(keys), block_tokens=toks, tools_key=tools, tools_tokens=50, timestamp=now)
+        b = slow.simulate(block_keys=list(keys), block_tokens=toks, tools_key=tools, tools_tokens=50, timestamp=now)
+        assert a == b
