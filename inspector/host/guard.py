@@ -138,7 +138,7 @@ def call_inline(fn: Callable[..., Any], *args: Any, timeout: float | None = None
                 duration=time.perf_counter() - start,
                 thread=threading.current_thread().name,
             )
-        return CallOutcome(value=value, duration=time.perf_counter() - start, thread=threading.current_thread().name)
+        return CallOutcome(value=value, duration=time.perf_counter() - start)  # inline: the caller's thread
     except HookTimeout:
         if armed:
             _WATCHDOG.disarm()  # the interrupt landed before the finally clause could disarm

@@ -319,6 +319,7 @@ class Host:
         self.trace.meta.setdefault("message_keys", KEY_SCHEME)
         self._status_from_state = getattr(type(engine), "get_status", None) is ContextEngine.get_status
         self._status_raw: tuple[Any, ...] | None = None
+        self._raw_state: tuple[Any, ...] | None = None  # the attributes _state() last read
         # id(message) -> (message, shaped, wire, key, raw rough chars, raw images)
         self._form_cache: dict[int, tuple[dict, dict, dict, str, int, int]] = {}
         self._asm: _Assembly | None = None
@@ -359,23 +360,22 @@ class Host:
 
     def _state(self) -> tuple[int, ...]:
         try:
-            values = _STATE_GETTER(self.engine)
+            values = self._raw_state = _STATE_GETTER(self.engine)
         except Exception:
+            self._raw_state = None
             return tuple(_as_int(getattr(self.engine, name, 0)) for name in STATE_FIELDS)
         if _INT_ONLY.issuperset(map(type, values)):
             return values
         return tuple(_as_int(v) for v in values)
 
     def _status(self) -> dict[str, Any] | None:
+        """``get_status()`` now; call right after :meth:`_state`, whose attribute read it reuses."""
         if self._status_failed:
             return self._status_prev
         if self._status_from_state:
             # The base class's get_status() reads only token attributes: unchanged attributes,
             # unchanged status, so the call is skipped (tens of thousands of events per replay).
-            try:
-                raw = _STATE_GETTER(self.engine)
-            except Exception:
-                raw = None
+            raw = self._raw_state
             if raw is not None and raw == self._status_raw and self._status_prev is not None:
                 return self._status_prev
             self._status_raw = raw
@@ -386,6 +386,9 @@ class Host:
             self._add(Event(index=0, kind=EV_FAULT, turn=self.turn, t=self._now(),
                             fault=Fault("exception", f"get_status() raised {type(exc).__name__}: {exc}")))
             return self._status_prev
+        if self._status_from_state and type(status) is dict:
+            self._status_prev = status  # the base class builds a new flat dict on every call
+            return status
         if not isinstance(status, dict):
             status = {"value": _jsonable(status)}
         if status == self._status_prev:
@@ -493,10 +496,14 @@ class Host:
         keys = asm.keys[1:] if self.system_message is not None else asm.keys
         return {"$list": self.store.put_list(keys)}
 
-    def _fire_plugin_hook(self, name: str, **kwargs: Any) -> None:
+    def _wants_plugin_hook(self, name: str) -> bool:
         pm = self.plugin_manager
-        if pm is None or not getattr(pm, "_hooks", None) or not pm._hooks.get(name):
+        return pm is not None and bool(getattr(pm, "_hooks", None)) and bool(pm._hooks.get(name))
+
+    def _fire_plugin_hook(self, name: str, **kwargs: Any) -> None:
+        if not self._wants_plugin_hook(name):
             return
+        pm = self.plugin_manager
         ev, out = self._call(EV_PLUGIN_HOOK, pm.invoke_hook, name, record_args={"hook": name}, **kwargs)
         ev.result = _jsonable(out.value) if out.ok else None
 
@@ -701,9 +708,10 @@ class Host:
         ev.state = self._state()
         self._add(ev)
         self.history.extend(inputs)
-        self._fire_plugin_hook("pre_llm_call", session_id=self.session_id, user_message=_jsonable(user),
-                               conversation_history=None, is_first_turn=self.turn == 0,
-                               model=self.settings.model, platform=self.settings.platform)
+        if self._wants_plugin_hook("pre_llm_call"):  # the arguments cost a copy of the message
+            self._fire_plugin_hook("pre_llm_call", session_id=self.session_id, user_message=_jsonable(user),
+                                   conversation_history=None, is_first_turn=self.turn == 0,
+                                   model=self.settings.model, platform=self.settings.platform)
         self._preflight()
         last_assistant = None
         try:
@@ -726,9 +734,10 @@ class Host:
         self._finish_turn(user, last_assistant, failed=False, interrupted=False, reason="completed")
 
     def _finish_turn(self, user: Any, last_assistant: Any, *, failed: bool, interrupted: bool, reason: str) -> None:
-        self._fire_plugin_hook("post_llm_call", session_id=self.session_id, user_message=_jsonable(user),
-                               assistant_response=_jsonable(last_assistant), model=self.settings.model,
-                               platform=self.settings.platform)
+        if self._wants_plugin_hook("post_llm_call"):
+            self._fire_plugin_hook("post_llm_call", session_id=self.session_id, user_message=_jsonable(user),
+                                   assistant_response=_jsonable(last_assistant), model=self.settings.model,
+                                   platform=self.settings.platform)
         if self._overrides["on_turn_complete"]:
             clones = [_clone(m) for m in self.history]
             self._call(
