@@ -49,8 +49,8 @@ _CELL_OFFSET = {
     theme.ROLE_BACKGROUND: 12,
     theme.ROLE_FOREGROUND: 15,
 }
-_SELECTABLE = theme.SELECTABLE
-_NO_FLAGS = Qt.ItemFlag.NoItemFlags
+# flags() is not overridden: Qt's default (enabled and selectable) is what rows need, and a
+# Python override costs a call per painted row.
 _BOLD_KINDS = frozenset({tm.EV_TURN, tm.EV_COMPRESS})
 
 
@@ -318,5 +318,3 @@ class EventTreeModel(QAbstractItemModel):
             parts.append(f"bookmark: {mark.label}\n{mark.note}".rstrip())
         return theme.plain_tooltip("\n".join(parts))
 
-    def flags(self, index: AnyIndex) -> Qt.ItemFlag:
-        return _SELECTABLE if index.isValid() else _NO_FLAGS

@@ -153,7 +153,6 @@ ROLE_BACKGROUND = Qt.ItemDataRole.BackgroundRole.value
 ROLE_FOREGROUND = Qt.ItemDataRole.ForegroundRole.value
 ALIGN_RIGHT = (Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter).value
 ALIGN_CENTER = Qt.AlignmentFlag.AlignCenter.value
-SELECTABLE = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 
 
 def set_style(widget, css: str) -> None:  # noqa: ANN001 - any QWidget
