@@ -1,6 +1,6 @@
 """The trace: an immutable, content-addressed record of one engine run over one session.
 
-Messages are stored once, keyed by a hash of their canonical JSON; message *lists* (the
+Messages are stored once, keyed by a hash of their key-sorted repr; message *lists* (the
 history, a request, a compress result) are interned too, so a 2,000-turn session costs the
 distinct text once plus a key list per distinct list. Events refer to keys and list ids.
 
