@@ -32,7 +32,9 @@ def summarise(trace: Trace) -> dict[str, Any]:
         1 for e in trace.events if e.kind == EV_COMPRESS and isinstance(e.result, dict) and "$list" in e.result
         and not e.result.get("unchanged")
     )
-    engine_time = sum(e.duration for e in trace.events)
+    # Summed in whole microseconds, the precision a saved trace keeps, so a trace shows the same
+    # figure before and after it is saved and reopened.
+    engine_time = sum(_whole_micros(e.duration) for e in trace.events) / 1_000_000
     return {
         "requests": len(reqs),
         "compressions": committed,
@@ -71,3 +73,10 @@ def per_turn_rows(trace: Trace) -> list[dict[str, Any]]:
             if e.fault is not None:
                 rows[e.turn]["faults"] += 1
     return [rows[k] for k in sorted(rows)]
+
+
+def _whole_micros(seconds: Any) -> int:
+    try:
+        return round(seconds * 1_000_000)
+    except (TypeError, ValueError, OverflowError):
+        return 0

@@ -33,6 +33,7 @@ from inspector.trace.model import (
     Request,
     Trace,
 )
+from inspector.trace.summary import summarise
 
 
 def make_trace(turns: int = 4, *, engine: str = "compressor") -> Trace:
@@ -575,3 +576,15 @@ def test_delta_encoded_messages_are_verified(tmp_path: Path):
     doc = json.loads(path.read_text("utf-8"))
     assert any(isinstance(m, list) for m in doc["messages"].values())  # some message is a delta
     assert load_trace(path, verify=True).store.messages == trace.store.messages
+
+
+def test_the_summary_of_a_reopened_trace_is_the_summary_it_had(tmp_path: Path):
+    # Durations are saved to the microsecond; 151 hooks of 0.99 µs sum to 149.49 µs exactly but
+    # 151 µs once saved, either side of a rounding boundary of the 0.1 ms figure.
+    trace = Trace()
+    for i in range(151):
+        trace.add_event(Event(index=0, kind="should_compress", turn=0, t=i * 1e-3, duration=0.99e-6))
+    trace.finish()
+    path = tmp_path / "t.json"
+    save_trace(trace, path)
+    assert summarise(load_trace(path)) == summarise(trace)
