@@ -9,10 +9,9 @@ With a text or quick filter active the model switches to a flat list of the matc
 filtering a deep tree recursively is slow and hides where the hits are, while a flat result
 list reads like search results and still moves the same cursor.
 
-Painting is where the time goes: Qt asks ``data()`` once per role (seven of them) per cell,
-about 800 calls to repaint the visible rows, each crossing from C++ into Python. So the first
-time a row is painted its cells for every role are built into one flat tuple, and ``data()``
-is a dictionary lookup and an index into it.
+Painting is where the time goes. The first time a row is painted its cells for every role are
+built into one flat tuple, which ``PaintedTree`` paints from in one call per row; ``data()``
+serves the same tuple to anything else that asks (tooltips, accessibility, tests).
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from inspector.trace import model as tm
 from inspector.trace.model import Trace
 from inspector.ui import theme
 from inspector.ui.derive import event_label, is_cache_miss
+from inspector.ui.painted_views import cell_offsets
 
 COLUMNS = ("Event", "#", "ms")  # the turn is the tree level; a column for it would only cost repaints
 _ROOT = -1
@@ -39,16 +39,9 @@ QUICK_FILTERS = (QUICK_COMPRESSIONS, QUICK_CACHE_MISSES, QUICK_FAULTS, QUICK_BOO
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
-# Roles a view paints with → offset of that role's three cells in a row's cell tuple. The
-# item delegate asks for all of these for every cell; CheckStateRole and the rest get None.
-_CELL_OFFSET = {
-    theme.ROLE_DISPLAY: 0,
-    theme.ROLE_DECORATION: 3,
-    theme.ROLE_FONT: 6,
-    theme.ROLE_ALIGN: 9,
-    theme.ROLE_BACKGROUND: 12,
-    theme.ROLE_FOREGROUND: 15,
-}
+# Roles a view paints with → offset of that role's three cells in a row's cells (``cell_offsets``);
+# CheckStateRole and the rest get None.
+_CELL_OFFSET = cell_offsets(len(COLUMNS), icons=True)
 # flags() is not overridden: Qt's default (enabled and selectable) is what rows need, and a
 # Python override costs a call per painted row.
 _BOLD_KINDS = frozenset({tm.EV_TURN, tm.EV_COMPRESS})
@@ -286,8 +279,22 @@ class EventTreeModel(QAbstractItemModel):
             cells = self._build_cells(k)
         return cells[offset + index.column()]
 
+    def cells_at(self, index: AnyIndex) -> tuple[Any, ...]:
+        """Every painted role of the row's three cells (see ``cell_offsets``), for ``PaintedTree``."""
+        k = index.internalId()
+        cells = self._cells[k]
+        return cells if cells is not None else self._build_cells(k)
+
+    def depth_at(self, index: AnyIndex) -> int:
+        """How many nodes the row is nested under (0 at the top level and in a filtered list)."""
+        if self._flat is not None:
+            return 0
+        depth, p = 0, self._parent[index.internalId()]
+        while p >= 0:
+            depth, p = depth + 1, self._parent[p]
+        return depth
+
     def _build_cells(self, k: int) -> tuple[Any, ...]:
-        """Every painted role of event k's three cells, laid out as ``_CELL_OFFSET`` says."""
         assert self._trace is not None
         ev = self._trace.events[k]
         label = self.label(k)
@@ -298,11 +305,11 @@ class EventTreeModel(QAbstractItemModel):
         bg = self._mark_brush if marked else None
         cells = (
             ("★ " + label) if marked else label, str(k), f"{ev.duration * 1000:.1f}" if ev.duration else "",
-            theme.kind_icon(ev.kind, faulted), None, None,
-            self._bold if ev.kind in _BOLD_KINDS else None, None, None,
-            None, theme.ALIGN_RIGHT, theme.ALIGN_RIGHT,
             bg, bg, bg,
             fg, fg_side, fg_side,
+            None, theme.ALIGN_RIGHT, theme.ALIGN_RIGHT,
+            self._bold if ev.kind in _BOLD_KINDS else None, None, None,
+            theme.kind_icon(ev.kind, faulted), None, None,
         )
         self._cells[k] = cells
         return cells

@@ -8,13 +8,12 @@ at run time (a coloured badge with a glyph) so the package needs no image files 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QEvent, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QIcon, QPainter, QPaintEvent, QPalette, QPixmap
-from PySide6.QtWidgets import QAbstractScrollArea, QSizePolicy, QStyle, QTableView, QWidget
+from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPaintEvent, QPalette, QPixmap
+from PySide6.QtWidgets import QAbstractScrollArea, QSizePolicy, QWidget
 
 from inspector.trace import model as tm
 
@@ -159,57 +158,6 @@ def set_style(widget, css: str) -> None:  # noqa: ANN001 - any QWidget
     """Set a style sheet only when it changes: re-polishing on every cursor step costs time."""
     if widget.styleSheet() != css:
         widget.setStyleSheet(css)
-
-
-class ColumnElider:
-    """Cuts cell texts to what their table column shows, as the view itself would.
-
-    An item view lays out and shapes a cell's whole text before eliding it to the column, on
-    every paint: a 200-character message preview in a 300-pixel column costs several times
-    what the visible part does, and the message tables repaint on every request change. The
-    models hand the view the elided text instead (same font, same width, so the same
-    pixels), computed once per text and column width; a column resize starts afresh.
-    Only cells drawn in the view's own font may use it: another font elides elsewhere.
-    """
-
-    LIMIT = 4096  # texts kept per column before the cache starts over
-
-    def __init__(self, view: QTableView, columns: tuple[int, ...], on_change: Callable[[], None]) -> None:
-        self._view = view
-        self._on_change = on_change
-        self._cache: dict[int, dict[str, str]] = {c: {} for c in columns}
-        self._width: dict[int, int] = {}
-        view.horizontalHeader().sectionResized.connect(self._resized)
-
-    def elide(self, col: int, text: str) -> str:
-        cache = self._cache[col]
-        out = cache.get(text)
-        if out is None:
-            width = self._width.get(col)
-            if width is None:
-                width = self._width[col] = self._text_width(self._view.columnWidth(col))
-            out = self._view.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, width) if width > 0 else text
-            if out != text and QFontMetricsF(self._view.font()).horizontalAdvance(out) > width - 0.5:
-                # Within a pixel of the edge the view's fractional measure may elide our text once
-                # more, losing a character; the full text leaves the eliding to it, as before.
-                out = text
-            if len(cache) >= self.LIMIT:
-                cache.clear()
-            cache[text] = out
-        return out
-
-    def _text_width(self, column_width: int) -> int:
-        """The width of the text rectangle in a cell of a column this wide, as the style computes it."""
-        view = self._view
-        margin = view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1
-        return column_width - (1 if view.showGrid() else 0) - 2 * margin
-
-    def _resized(self, col: int, _old: int, new: int) -> None:
-        if col in self._cache:
-            self._cache[col] = {}
-            # from the signal: while it is being emitted the view still reports the old width
-            self._width[col] = self._text_width(new)
-            self._on_change()
 
 
 def settle_scroll_bars(area: QAbstractScrollArea) -> None:

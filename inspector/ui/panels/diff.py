@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QSplitter,
-    QTableView,
     QTableWidget,
     QTableWidgetItem,
     QTextEdit,
@@ -37,6 +36,7 @@ from inspector.ui import theme
 from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
 from inspector.ui.derive import event_lists, message_preview
+from inspector.ui.painted_views import PaintedTable, cell_offsets
 from inspector.ui.panels.base import Panel
 
 EMPTY_LIST = -1  # stands for "no messages" (before the first request); never a real list id
@@ -75,25 +75,21 @@ class Comparison:
     stats: dict[str, Any] | None
 
 
-# Roles the table paints with → offset of that role's five cells in a row's cell tuple. The
-# delegate asks for each of these for every visible cell; the tooltip is built only on hover.
-_CELL_OFFSET = {
-    theme.ROLE_DISPLAY: 0,
-    theme.ROLE_BACKGROUND: 5,
-    theme.ROLE_FOREGROUND: 10,
-    theme.ROLE_ALIGN: 15,
-}
-_NO_CELLS: tuple[Any, ...] = (None,) * 20
+# Roles the table paints with → offset of that role's five cells in a row's cells (``cell_offsets``);
+# the tooltip is built only on hover.
+_CELL_OFFSET = cell_offsets(5)
+_NO_CELLS: tuple[Any, ...] = ("",) * 5 + (None,) * 20
+_NO_FONTS: tuple[None, ...] = (None,) * 5
 _ALIGNS = (theme.ALIGN_CENTER, None, theme.ALIGN_CENTER, theme.ALIGN_CENTER, None)
 
 
 class DiffRowsModel(QAbstractTableModel):
     """Rows of a MessageDiff for a QTableView; long unchanged runs folded until double-clicked.
 
-    The table is repainted whenever the compared pair changes (every new request), and Qt asks
-    ``data()`` once per role per cell, each call crossing from C++ into Python. So a row's cells
-    for every painted role are built once into one flat tuple, and each message's one-line
-    preview is kept by message key: consecutive requests share almost all their messages.
+    The table is repainted whenever the compared pair changes (every new request). A row's
+    cells for every painted role are built once into one flat tuple, which ``PaintedTable``
+    reads directly and ``data()`` serves from; each message's one-line preview is kept by
+    message key: consecutive requests share almost all their messages.
     """
 
     HEADERS = ("#", "before", "", "#", "after")
@@ -107,8 +103,6 @@ class DiffRowsModel(QAbstractTableModel):
         self._brushes = {k: QBrush(QColor(v)) for k, v in _OP_BG.items()}
         self._muted = QBrush(QColor("#78909c"))
         self._cells: list[tuple[Any, ...] | None] = []  # per row, built on first paint
-        #: cuts the before/after texts to their column (see ``theme.ColumnElider``); None: full text
-        self.elider: theme.ColumnElider | None = None
         # message key → one-line preview. Keys are content hashes, so a kept preview is never stale;
         # the panel clears this with each new trace only so old messages are not kept alive.
         self._previews: dict[str, str] = {}
@@ -116,10 +110,6 @@ class DiffRowsModel(QAbstractTableModel):
     def clear_previews(self) -> None:
         """Drop the kept previews (a new trace is loaded)."""
         self._previews = {}
-
-    def invalidate_cells(self) -> None:
-        """Build every row's cells again when next painted (a text column changed width)."""
-        self._cells = [None] * len(self.rows)
 
     def set_diff(self, diff: tdiff.MessageDiff | None, tokens: dict[int, int]) -> None:
         self.beginResetModel()
@@ -204,11 +194,14 @@ class DiffRowsModel(QAbstractTableModel):
             return None
         if not index.isValid() or self.diff is None:
             return None
-        row = index.row()
+        return self.row_cells(index.row())[offset + index.column()]
+
+    def row_cells(self, row: int) -> tuple[Any, ...]:
+        """Display, background, foreground, alignment and font of the row's five cells (see ``cell_offsets``)."""
         cells = self._cells[row]
         if cells is None:
             cells = self._build_cells(row)
-        return cells[offset + index.column()]
+        return cells
 
     def display_texts(self, n: int) -> tuple[str, str, str, str, str]:
         """Row n's five cell texts in full, before the before/after ones are cut to their column."""
@@ -228,19 +221,14 @@ class DiffRowsModel(QAbstractTableModel):
         )
 
     def _build_cells(self, n: int) -> tuple[Any, ...]:
-        """Display, background, foreground and alignment of row n's five cells, as ``_CELL_OFFSET`` lays them out."""
         if self.diff is None or not 0 <= n < len(self.rows):
             return _NO_CELLS
         kind = self.rows[n].kind
         d0, d1, d2, d3, d4 = self.display_texts(n)
-        elider = self.elider
-        if elider is not None:
-            d1 = elider.elide(1, d1) if d1 else d1
-            d4 = elider.elide(4, d4) if d4 else d4
         bg = self._brushes.get(kind)
         muted = self._muted
         fg = (muted,) * 5 if kind in ("equal", "fold") else (muted, None, None, muted, None)
-        cells = (d0, d1, d2, d3, d4, bg, bg, bg, bg, bg, *fg, *_ALIGNS)
+        cells = (d0, d1, d2, d3, d4, bg, bg, bg, bg, bg, *fg, *_ALIGNS, *_NO_FONTS)
         self._cells[n] = cells
         return cells
 
@@ -279,15 +267,12 @@ class DiffPanel(CompareAware, Panel):
         self.header = theme.readout_label(3)
         self.header.set_colours("#263238", "#eceff1")
         self.model = DiffRowsModel(self)
-        self.table = QTableView()
+        self.table = PaintedTable()
         self.table.setModel(self.model)
-        self.model.elider = theme.ColumnElider(self.table, (1, 4), self.model.invalidate_cells)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(20)
-        self.table.setWordWrap(False)
-        self.table.setShowGrid(False)
         h = self.table.horizontalHeader()
         for col, width in ((0, 40), (2, 64), (3, 40)):
             h.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)

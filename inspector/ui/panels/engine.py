@@ -68,6 +68,26 @@ def add_value(parent: QTreeWidgetItem, key: str, value: Any, depth: int = 0) -> 
     return item
 
 
+def _set_in_place(parent: QTreeWidgetItem, values: dict[str, Any]) -> bool:
+    """Show ``values`` in ``parent``'s rows when they are flat rows for the same keys; False if they are not.
+
+    Rebuilding the rows on every status change re-lays out the tree and repaints its header.
+    """
+    if parent.childCount() != len(values):
+        return False
+    for i, (key, value) in enumerate(values.items()):
+        item = parent.child(i)
+        if item.text(0) != str(key) or item.childCount() or isinstance(value, (dict, list)):
+            return False
+    for i, value in enumerate(values.values()):
+        item, text = parent.child(i), _scalar(value)
+        shown = theme.one_line(text, 300)
+        if item.text(1) != shown:
+            item.setText(1, shown)
+            item.setToolTip(1, theme.plain_tooltip(text) if len(text) > 80 or "\n" in text else "")
+    return True
+
+
 class EnginePanel(Panel):
     panel_id = "engine"
     title = "Engine"
@@ -175,6 +195,8 @@ class EnginePanel(Panel):
         if status is self._status_shown:
             return
         self._status_shown = status
+        if status is not None and _set_in_place(self.status_item, status):
+            return
         self.status_item.takeChildren()
         if status is None:
             QTreeWidgetItem(self.status_item, ["(no status recorded yet)", ""])

@@ -3,9 +3,8 @@
 Selecting a row moves the cursor; the cursor moving selects (and reveals) the row. The text
 filter and the quick filters turn the tree into a flat list of matching events.
 
-Stepping must not repaint the whole list: a full repaint of the visible rows costs ~10 ms
-(every cell crosses into Python for seven roles), a step that only moves the selection ~1 ms.
-Two things used to force full repaints: scrolling by one row on every step once the cursor
+Stepping must not repaint the whole list: a full repaint of the visible rows costs several
+times what a step that only moves the selection does. Two things used to force full repaints: scrolling by one row on every step once the cursor
 reached the edge, and expanding each new turn as the cursor entered it. So the list scrolls
 only when the cursor row gets within a row of the edge, and then centres it (the next half
 page of steps scrolls nothing), and turns are expanded in batches around the cursor.
@@ -21,7 +20,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QToolButton,
-    QTreeView,
     QVBoxLayout,
     QWidget,
 )
@@ -29,6 +27,7 @@ from PySide6.QtWidgets import (
 from inspector.trace.model import Trace
 from inspector.ui.cursor import Cursor
 from inspector.ui.event_model import QUICK_FILTERS, EventTreeModel
+from inspector.ui.painted_views import PaintedTree
 from inspector.ui.panels.base import Panel
 
 #: top-level rows expanded on each side of the cursor's turn when stepping enters a collapsed one
@@ -68,7 +67,7 @@ class EventsPanel(Panel):
         self.count_label.setMinimumWidth(self.count_label.fontMetrics().horizontalAdvance("000,000 of 000,000 "))
         quick_row.addWidget(self.count_label)
 
-        self.view = QTreeView()
+        self.view = PaintedTree()
         self.view.setModel(self.model)
         self.view.setUniformRowHeights(True)
         self.view.setAlternatingRowColors(True)

@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QPlainTextEdit,
     QSplitter,
-    QTableView,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -32,6 +31,7 @@ from inspector.trace.model import Request, Trace
 from inspector.ui import theme
 from inspector.ui.cursor import Cursor
 from inspector.ui.derive import message_preview, message_text
+from inspector.ui.painted_views import PaintedTable, cell_offsets
 from inspector.ui.panels.base import Panel
 
 RAW_JSON_LIMIT = 2_000_000  # characters; beyond this the raw view is truncated (and says so)
@@ -86,16 +86,16 @@ class GeometryFirewall(QWidget):
         self._child.setGeometry(self.rect())
 
 
-_CELL_OFFSET = {theme.ROLE_DISPLAY: 0, theme.ROLE_FONT: 4, theme.ROLE_ALIGN: 8, theme.ROLE_FOREGROUND: 12}
+_CELL_OFFSET = cell_offsets(4)
 
 
 class MessagesModel(QAbstractTableModel):
     """The messages of one request, one row each.
 
-    The whole table is repainted whenever the request changes, and Qt asks ``data()`` once per
-    role per cell, each call crossing from C++ into Python. So a row's cells for every painted
-    role are built once into a flat tuple, and the role, token count and one-line preview of a
-    message are kept per message key: consecutive requests share almost all their messages.
+    The whole table is repainted whenever the request changes. A row's cells for every painted
+    role are built once into one flat tuple, which ``PaintedTable`` reads directly and
+    ``data()`` serves from; the role, token count and one-line preview of a message are kept
+    per message key: consecutive requests share almost all their messages.
     """
 
     HEADERS = ("#", "role", "tokens", "message")
@@ -112,12 +112,6 @@ class MessagesModel(QAbstractTableModel):
         self._cells: list[tuple[Any, ...] | None] = []
         self._summary: dict[str, tuple[str, str, str]] = {}  # key → (role, tokens, preview)
         self._summary_trace: Trace | None = None
-        #: cuts the message previews to their column (see ``theme.ColumnElider``); None: full text
-        self.elider: theme.ColumnElider | None = None
-
-    def invalidate_cells(self) -> None:
-        """Build every row's cells again when next painted (the message column changed width)."""
-        self._cells = [None] * len(self.keys)
 
     def set_keys(self, trace: Trace | None, keys: tuple[str, ...], dropped: frozenset[str] = frozenset()) -> None:
         # A reset, not row inserts/removals: the body and header repaint either way (measured).
@@ -147,14 +141,16 @@ class MessagesModel(QAbstractTableModel):
         offset = _CELL_OFFSET.get(role)
         if offset is None or not index.isValid() or self.trace is None:
             return None
-        row = index.row()
+        return self.row_cells(index.row())[offset + index.column()]
+
+    def row_cells(self, row: int) -> tuple[Any, ...]:
+        """Display, background, foreground, alignment and font of the row's four cells (see ``cell_offsets``)."""
         cells = self._cells[row]
         if cells is None:
             cells = self._build_cells(row)
-        return cells[offset + index.column()]
+        return cells
 
     def _build_cells(self, row: int) -> tuple[Any, ...]:
-        """Display, font, alignment and foreground of the row's four cells, as ``_CELL_OFFSET`` lays them out."""
         assert self.trace is not None
         key = self.keys[row]
         summary = self._summary.get(key)
@@ -168,18 +164,18 @@ class MessagesModel(QAbstractTableModel):
             muted, italic = self._muted, self._italic
             cells = (
                 str(row), role, tokens, "[not sent] " + preview,
-                italic, italic, italic, italic,
-                right, None, right, None,
+                None, None, None, None,
                 muted, muted, muted, muted,
+                right, None, right, None,
+                italic, italic, italic, italic,
             )
         else:
-            if self.elider is not None:  # not for the italic rows above: another font elides elsewhere
-                preview = self.elider.elide(3, preview)
             cells = (
                 str(row), role, tokens, preview,
                 None, None, None, None,
-                right, None, right, None,
                 None, self._role_brush.get(role), None, None,
+                right, None, right, None,
+                None, None, None, None,
             )
         self._cells[row] = cells
         return cells
@@ -201,15 +197,12 @@ class RequestPanel(Panel):
         top.addWidget(self.show_assembled)
 
         self.model = MessagesModel(self)
-        self.table = QTableView()
+        self.table = PaintedTable()
         self.table.setModel(self.model)
-        self.model.elider = theme.ColumnElider(self.table, (3,), self.model.invalidate_cells)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(20)
-        self.table.setWordWrap(False)
-        self.table.setShowGrid(False)
         self.table.setAlternatingRowColors(True)
         h = self.table.horizontalHeader()
         for col, width in ((0, 40), (1, 72), (2, 64)):

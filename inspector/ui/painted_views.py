@@ -1,0 +1,285 @@
+"""Item views that paint their rows in Python from prebuilt cells and glyphs laid out once.
+
+A stock ``QTableView`` or ``QTreeView`` paints a cell by asking the model for each role (one
+call from C++ into Python per role per cell) and then laying its text out afresh with the
+style, on every paint. The request and diff tables repaint whole on every new request and the
+event list repaints a few rows on every step, which cost about 6 ms of a cursor step. These
+views keep everything else of their Qt base (header, selection, keyboard, mouse, tooltips,
+scrolling, the tree's branches and expansion) and replace only the painting of rows: the model
+hands over a row's cells as one tuple (``RowCells``), and each text is laid out once into a
+``QStaticText`` (as plain text, never rich text), cut to its column with an ellipsis, and kept
+for the next paint. Consecutive requests share almost all their messages, so most paints only
+place glyphs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QAbstractItemModel, QEvent, QModelIndex, QPersistentModelIndex, QPointF, QRect, Qt
+from PySide6.QtGui import (
+    QBrush,
+    QFont,
+    QFontMetrics,
+    QIcon,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QPixmap,
+    QStandardItemModel,
+    QStaticText,
+)
+from PySide6.QtWidgets import QAbstractItemView, QStyle, QStyleOptionViewItem, QTableView, QTreeView, QWidget
+
+_RIGHT = Qt.AlignmentFlag.AlignRight.value
+_HCENTER = Qt.AlignmentFlag.AlignHCenter.value
+_ROLES = (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.BackgroundRole, Qt.ItemDataRole.ForegroundRole,
+          Qt.ItemDataRole.TextAlignmentRole, Qt.ItemDataRole.FontRole, Qt.ItemDataRole.DecorationRole)
+
+
+def cell_offsets(columns: int, icons: bool = False) -> dict[int, int]:
+    """Item role → where that role's run of cells starts in a row's cells.
+
+    A row's cells are one flat tuple of runs of ``columns`` values each: display texts,
+    backgrounds (QBrush or None), foregrounds (QBrush or None), alignments (int flags or None:
+    left), fonts (QFont or None: the view's), and with ``icons`` decorations (QIcon or None).
+    Models serve ``data()`` from the same tuple, so the painted rows and the model agree.
+    """
+    return {role.value: i * columns for i, role in enumerate(_ROLES[: 6 if icons else 5])}
+
+
+class _RowPainter:
+    """Paints one row's cells, keeping each text laid out (and cut to its width) for the next paint."""
+
+    LIMIT = 8192  # laid-out texts kept before the cache starts over
+
+    def __init__(self, view: QWidget) -> None:
+        self.view = view
+        self._texts: dict[tuple[str, int, int], tuple[QStaticText, float]] = {}
+        self._fonts: dict[int, tuple[QFont, int]] = {}  # id → (font kept alive, line height)
+        self._pixmaps: dict[tuple[int, int, bool], QPixmap] = {}
+        self.margin = 0
+        self.forget()
+
+    def forget(self) -> None:
+        """Lay everything out again (the view's font or style changed)."""
+        self._texts.clear()
+        self._fonts.clear()
+        self._pixmaps.clear()
+        view = self.view
+        self.margin = view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1
+
+    def _font(self, font: QFont | None) -> tuple[QFont, int]:
+        key = 0 if font is None else id(font)
+        found = self._fonts.get(key)
+        if found is None:
+            chosen = font if font is not None else self.view.font()
+            found = self._fonts[key] = (chosen, QFontMetrics(chosen).height())
+        return found
+
+    def laid_out(self, text: str, font: QFont | None, width: int) -> tuple[QStaticText, float]:
+        """``text`` in ``font`` as drawn in ``width`` pixels (with an ellipsis if it is cut), and its width."""
+        key = (text, 0 if font is None else id(font), width)
+        found = self._texts.get(key)
+        if found is None:
+            chosen = self._font(font)[0]
+            metrics = QFontMetrics(chosen)
+            if metrics.horizontalAdvance(text) > width:
+                text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, max(width, 0))
+            static = QStaticText(text)
+            static.setTextFormat(Qt.TextFormat.PlainText)
+            static.prepare(font=chosen)
+            if len(self._texts) >= self.LIMIT:
+                self._texts.clear()
+            found = self._texts[key] = (static, static.size().width())
+        return found
+
+    def _pixmap(self, icon: QIcon, size: int, selected: bool) -> QPixmap:
+        key = (icon.cacheKey(), size, selected)
+        pixmap = self._pixmaps.get(key)
+        if pixmap is None:
+            mode = QIcon.Mode.Selected if selected else QIcon.Mode.Normal
+            pixmap = self._pixmaps[key] = icon.pixmap(size, size, mode)
+        return pixmap
+
+    def paint(self, painter: QPainter, cells: tuple[Any, ...], columns: list[tuple[int, int]], y: int, height: int,
+              selected: bool, pens: tuple[Any, Any], first_indent: int = 0, icons: bool = False,
+              icon_size: int = 16) -> None:
+        """Draw a row's cell backgrounds (unless selected), icons and texts; the row background is the caller's."""
+        n = len(columns)
+        margin = self.margin
+        if not selected:
+            for c in range(n):
+                bg = cells[n + c]
+                if bg is not None:
+                    x, w = columns[c]
+                    if c == 0:
+                        x, w = x + first_indent, w - first_indent
+                    painter.fillRect(x, y, w, height, bg)
+        text_pen, highlighted_pen = pens
+        current: Any = False
+        for c in range(n):
+            x, w = columns[c]
+            if c == 0:
+                x, w = x + first_indent, w - first_indent
+            left = x + margin
+            if icons:
+                icon = cells[5 * n + c]
+                if icon is not None:
+                    painter.drawPixmap(left, y + (height - icon_size) // 2, self._pixmap(icon, icon_size, selected))
+                    left += icon_size + 2 * margin
+            text = cells[c]
+            if not text:
+                continue
+            font = cells[4 * n + c]
+            static, advance = self.laid_out(text, font, x + w - margin - left)
+            if font is not current:
+                painter.setFont(self._font(font)[0])
+                current = font
+            fg = cells[2 * n + c]
+            painter.setPen(highlighted_pen if selected else text_pen if fg is None else fg.color())
+            align = cells[3 * n + c] or 0
+            if align & _RIGHT:
+                tx = x + w - margin - advance
+            elif align & _HCENTER:
+                tx = left + (x + w - margin - left - advance) / 2
+            else:
+                tx = left
+            painter.drawStaticText(QPointF(tx, y + (height - self._font(font)[1]) / 2), static)
+
+
+def _brushes(view: QWidget) -> tuple[QBrush, QBrush, QBrush, tuple[Any, Any]]:
+    """Base, alternate, highlight brushes and (text, highlighted text) colours, as the style would pick them."""
+    palette = view.palette()
+    group = QPalette.ColorGroup.Active if view.isActiveWindow() else QPalette.ColorGroup.Inactive
+    base = palette.brush(group, QPalette.ColorRole.Base)
+    alternate = palette.brush(group, QPalette.ColorRole.AlternateBase)
+    return (base, alternate, palette.brush(group, QPalette.ColorRole.Highlight),
+            (palette.color(group, QPalette.ColorRole.Text), palette.color(group, QPalette.ColorRole.HighlightedText)))
+
+
+class PaintedTable(QTableView):
+    """``QTableView`` whose model offers ``row_cells(row)``; rows painted from cached laid-out texts."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setShowGrid(False)
+        self.setWordWrap(False)
+        self._rows = _RowPainter(self)
+
+    def setModel(self, model: QAbstractItemModel | None) -> None:  # noqa: N802 - Qt override
+        """Show ``model``; its column labels go to a model of the header's own.
+
+        A reset of the table's model (a new request) otherwise resets and repaints the header
+        too, two or three times per step, though its labels never change. So the model's
+        columns must stay the same while it is shown: set it again if they change.
+        """
+        super().setModel(model)
+        if model is None:
+            return
+        labels = QStandardItemModel(0, model.columnCount(), self)
+        labels.setHorizontalHeaderLabels(
+            [str(model.headerData(c, Qt.Orientation.Horizontal) or "") for c in range(model.columnCount())]
+        )
+        self.horizontalHeader().setModel(labels)
+
+    def shown_text(self, row: int, column: int) -> str:
+        """The text painted in a cell: the model's, or as much of it as fits followed by '…'."""
+        model = self.model()
+        cells = model.row_cells(row)  # type: ignore[attr-defined]
+        font = cells[4 * model.columnCount() + column]
+        width = self.columnWidth(column) - 2 * self._rows.margin
+        return self._rows.laid_out(cells[column], font, width)[0].text()
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        model = self.model()
+        row_cells = getattr(model, "row_cells", None)
+        if row_cells is None:
+            super().paintEvent(event)
+            return
+        area = event.rect()
+        first = self.rowAt(area.top())
+        rows = model.rowCount()
+        if rows == 0 or first < 0:
+            return
+        last = self.rowAt(area.bottom())
+        last = rows - 1 if last < 0 else last
+        header = self.horizontalHeader()
+        columns = [(header.sectionViewportPosition(c), header.sectionSize(c)) for c in range(model.columnCount())]
+        base, alternate, highlight, pens = _brushes(self)
+        if not self.alternatingRowColors():
+            alternate = base
+        selection = self.selectionModel()
+        selected = {i.row() for i in selection.selectedIndexes()} if selection is not None else set()
+        viewport = self.viewport()
+        width = viewport.width()
+        painter = QPainter(viewport)
+        for row in range(first, last + 1):
+            y, height = self.rowViewportPosition(row), self.rowHeight(row)
+            chosen = row in selected
+            painter.fillRect(0, y, width, height, highlight if chosen else alternate if row % 2 else base)
+            self._rows.paint(painter, row_cells(row), columns, y, height, chosen, pens)
+        painter.end()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._rows.forget()
+        super().changeEvent(event)
+
+
+class PaintedTree(QTreeView):
+    """``QTreeView`` whose model offers ``cells_at(index)`` and ``depth_at(index)``; rows painted from cached texts.
+
+    Rows must all be one height (``setUniformRowHeights``): that is how a row's place in the
+    list, and so its alternating colour, is known without asking the view. Branch lines and
+    expand arrows are still drawn by ``QTreeView.drawBranches``.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setUniformRowHeights(True)
+        self._rows = _RowPainter(self)
+        self._frame: tuple[Any, ...] | None = None  # brushes and columns for the paint in progress
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        header = self.header()
+        columns = [(header.sectionViewportPosition(c), header.sectionSize(c)) for c in range(header.count())]
+        per_pixel = self.verticalScrollMode() == QAbstractItemView.ScrollMode.ScrollPerPixel
+        self._frame = (*_brushes(self), columns, self.viewport().width(), self._icon_size(),
+                       self.verticalScrollBar().value(), per_pixel)
+        try:
+            super().paintEvent(event)
+        finally:
+            self._frame = None
+
+    def _icon_size(self) -> int:
+        size = self.iconSize()
+        if size.isValid():
+            return size.height()
+        return self.style().pixelMetric(QStyle.PixelMetric.PM_SmallIconSize, None, self)
+
+    def drawRow(self, painter: QPainter, option: QStyleOptionViewItem,  # noqa: N802 - Qt override
+                index: QModelIndex | QPersistentModelIndex) -> None:
+        model = self.model()
+        cells_at = getattr(model, "cells_at", None)
+        if cells_at is None or self._frame is None:
+            super().drawRow(painter, option, index)
+            return
+        base, alternate, highlight, pens, columns, width, icon_size, scrolled, per_pixel = self._frame
+        rect = option.rect
+        y, height = rect.y(), max(1, rect.height())
+        chosen = self.selectionModel().isSelected(index)
+        # the row's place in the list, which alternates the colours (rows are all one height)
+        visual = (scrolled + y) // height if per_pixel else scrolled + y // height
+        alt = visual % 2 == 1 and self.alternatingRowColors()
+        painter.fillRect(0, y, width, height, highlight if chosen else alternate if alt else base)
+        indent = self.indentation() * (model.depth_at(index) + (1 if self.rootIsDecorated() else 0))
+        if indent:
+            x0 = columns[0][0]
+            self.drawBranches(painter, QRect(x0, y, indent, height), index)
+        self._rows.paint(painter, cells_at(index), columns, y, height, chosen, pens, indent, True, icon_size)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._rows.forget()
+        super().changeEvent(event)

@@ -1,0 +1,189 @@
+"""Painted item views: rows drawn from the model's cells, looking as the stock views drew them.
+
+The views replace only the painting of rows, so these tests read pixels: text drawn literally,
+the selected row highlighted, cell backgrounds and alignment honoured, laid-out texts reused,
+and in the tree each row's icon placed where the stock view puts its cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex
+from PySide6.QtGui import QBrush, QColor, QFont, QImage
+from PySide6.QtWidgets import QApplication
+
+from inspector.trace.model import Trace
+from inspector.ui import theme
+from inspector.ui.cursor import Cursor
+from inspector.ui.painted_views import PaintedTable, cell_offsets
+from inspector.ui.panels.events import EventsPanel
+
+_OFFSETS = cell_offsets(2)
+
+
+class TwoColumns(QAbstractTableModel):
+    """Rows of (text, text) with optional background, foreground, alignment and font per cell."""
+
+    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+        super().__init__()
+        self.rows = rows
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
+        return 2
+
+    def row_cells(self, row: int) -> tuple[Any, ...]:
+        return self.rows[row]
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = 0) -> Any:
+        offset = _OFFSETS.get(role)
+        return None if offset is None else self.rows[index.row()][offset + index.column()]
+
+
+def _row(a: str, b: str, *, bg: QBrush | None = None, align: int | None = None, font: QFont | None = None) -> tuple:
+    return (a, b, bg, bg, None, None, align, None, font, None)  # alignment and font: the first column
+
+
+@pytest.fixture
+def table(qapp) -> Iterator:  # noqa: ANN001
+    made: list[PaintedTable] = []
+
+    def make(rows: list[tuple]) -> PaintedTable:
+        view = PaintedTable()
+        view.setModel(TwoColumns(rows))
+        view.verticalHeader().setVisible(False)
+        view.verticalHeader().setDefaultSectionSize(20)
+        view.horizontalHeader().resizeSection(0, 200)
+        view.horizontalHeader().resizeSection(1, 200)
+        view.resize(440, 200)
+        view.show()
+        QApplication.processEvents()
+        made.append(view)
+        return view
+
+    yield make
+    for view in made:
+        view.close()
+        view.deleteLater()
+
+
+def _ink(image: QImage, x0: int, x1: int, y0: int, y1: int) -> list[int]:
+    """Columns in the box holding a pixel unlike the row's background (taken at its top right corner)."""
+    bg = image.pixelColor(image.width() - 1, y0).rgb()
+    return [x for x in range(x0, x1) if any(image.pixelColor(x, y).rgb() != bg for y in range(y0, y1))]
+
+
+def _cell_box(view: PaintedTable, row: int, col: int) -> tuple[int, int, int, int]:
+    y = view.rowViewportPosition(row)
+    x = view.columnViewportPosition(col)
+    return x, x + view.columnWidth(col), y, y + view.rowHeight(row)
+
+
+def test_markup_is_drawn_as_the_characters_it_is(table) -> None:  # noqa: ANN001
+    view = table([_row("<b>ab</b>", ""), _row("ab", "")])
+    image = view.viewport().grab().toImage()
+    literal = _ink(image, *_cell_box(view, 0, 0))
+    plain = _ink(image, *_cell_box(view, 1, 0))
+    assert view.shown_text(0, 0) == "<b>ab</b>"
+    assert plain and len(literal) > 2 * len(plain), "the tags are painted as text, not applied"
+
+
+def test_selected_row_is_highlighted_and_backgrounds_are_painted(table) -> None:  # noqa: ANN001
+    green = QBrush(QColor("#00ff00"))
+    view = table([_row("a", "b", bg=green), _row("c", "d", bg=green), _row("e", "f")])
+    view.selectRow(1)
+    QApplication.processEvents()
+    image = view.viewport().grab().toImage()
+    highlight = view.palette().color(view.palette().ColorRole.Highlight)
+    x0, x1, y0, _ = _cell_box(view, 0, 1)
+    assert image.pixelColor(x1 - 3, y0 + 2) == QColor("#00ff00")
+    x0, x1, y0, _ = _cell_box(view, 1, 1)
+    assert image.pixelColor(x1 - 3, y0 + 2) == highlight, "the selection covers the cell's own background"
+    x0, x1, y0, _ = _cell_box(view, 2, 1)
+    assert image.pixelColor(x1 - 3, y0 + 2) != QColor("#00ff00")
+
+
+def test_alignment_and_cutting_follow_the_column(table) -> None:  # noqa: ANN001
+    right = theme.ALIGN_RIGHT
+    long = "word " * 80
+    view = table([_row("12", "x", align=right), _row(long, "y")])
+    image = view.viewport().grab().toImage()
+    x0, x1, y0, y1 = _cell_box(view, 0, 0)
+    ink = _ink(image, x0, x1, y0, y1)
+    assert ink and ink[0] > x0 + 150 and ink[-1] >= x1 - 12, "right-aligned text ends at the right edge"
+    shown = view.shown_text(1, 0)
+    assert shown.endswith("…") and long.startswith(shown[:-1])
+    x0, x1, y0, y1 = _cell_box(view, 1, 0)
+    assert _ink(image, x1 - 3, x1, y0, y1) == [], "a cut text ends inside its column, before the margin"
+    view.horizontalHeader().resizeSection(0, 320)
+    assert len(view.shown_text(1, 0)) > len(shown)
+
+
+def test_laid_out_texts_are_reused_and_a_font_change_starts_over(table) -> None:  # noqa: ANN001
+    view = table([_row(f"row {i}", "same") for i in range(6)])
+    cache = view._rows._texts
+    view.viewport().repaint()
+    laid_out = dict(cache)
+    view.viewport().repaint()
+    assert cache == laid_out and all(cache[k][0] is laid_out[k][0] for k in cache)
+    bigger = QFont(view.font())
+    bigger.setPointSize(bigger.pointSize() + 6)
+    view.setFont(bigger)
+    assert not cache, "texts laid out in the old font are dropped"
+    view.viewport().repaint()
+    assert cache
+
+
+def test_italic_cells_use_their_font(table) -> None:  # noqa: ANN001
+    italic = QFont()
+    italic.setItalic(True)
+    view = table([_row("same words", "", font=italic), _row("same words", "")])
+    assert {k[1] for k in view._rows._texts} == {0, id(italic)}
+
+
+@pytest.fixture
+def events_panel(qapp) -> Iterator[tuple[Cursor, EventsPanel]]:  # noqa: ANN001
+    cursor = Cursor()
+    panel = EventsPanel(cursor)
+    cursor.trace_changed.connect(panel.set_trace)
+    cursor.changed.connect(panel.set_cursor)
+    panel.resize(500, 600)
+    panel.show()
+    yield cursor, panel
+    panel.close()
+    panel.deleteLater()
+    cursor.deleteLater()
+
+
+def test_event_tree_rows_sit_where_the_stock_view_puts_them(events_panel, demo_trace: Trace) -> None:  # noqa: ANN001
+    cursor, panel = events_panel
+    cursor.set_trace(demo_trace)
+    cursor.set(demo_trace.requests[3].event + 1)
+    QApplication.processEvents()
+    view, model = panel.view, panel.model
+    image = view.viewport().grab().toImage()
+    margin = view.style().pixelMetric(view.style().PixelMetric.PM_FocusFrameHMargin, None, view) + 1
+    rows = 0
+    index = view.indexAt(view.viewport().rect().topLeft())
+    depths = set()
+    while index.isValid() and view.visualRect(index).bottom() < view.viewport().height():
+        rect = view.visualRect(index)
+        ink = _ink(image, rect.left(), rect.left() + 24, rect.top() + 2, rect.bottom() - 2)
+        assert ink and abs(ink[0] - (rect.left() + margin)) <= 2, f"icon of row {model.event_of(index)}"
+        if not model.children_of(model.event_of(index)):
+            assert _ink(image, rect.left() - 14, rect.left(), rect.top() + 2, rect.bottom() - 2) == [], \
+                "no branch arrow before a row without children"
+        else:
+            assert _ink(image, rect.left() - 14, rect.left(), rect.top() + 2, rect.bottom() - 2), "an expand arrow"
+        depths.add(model.depth_at(index))
+        rows += 1
+        index = view.indexBelow(index)
+    assert rows > 10 and depths >= {0, 1, 2}
+    selected = view.visualRect(view.currentIndex())
+    highlight = view.palette().color(view.palette().ColorRole.Highlight)
+    assert image.pixelColor(view.viewport().width() - 3, selected.top() + 2) == highlight
