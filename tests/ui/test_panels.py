@@ -6,6 +6,8 @@ the per-panel tests check that what is drawn is the trace's answer at the cursor
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from PySide6.QtWidgets import QApplication, QPlainTextEdit
@@ -241,3 +243,47 @@ def test_engine_panel_status_follows_cursor(host, demo_trace: Trace) -> None:
     assert shown["compression_count"] == str(status["compression_count"])
     sections = [panel.tree.topLevelItem(i).text(0) for i in range(panel.tree.topLevelItemCount())]
     assert "Config" in sections and "Files written" in sections and any(s.startswith("Tool schemas") for s in sections)
+
+
+def _mouse(widget, kind, pos, buttons) -> None:  # noqa: ANN001 - a viewport, a QEvent type, a QPointF
+    from PySide6.QtCore import QPointF, Qt
+    from PySide6.QtGui import QMouseEvent
+
+    button = Qt.MouseButton.LeftButton if kind != QMouseEvent.Type.MouseMove else Qt.MouseButton.NoButton
+    event = QMouseEvent(kind, QPointF(pos), widget.mapToGlobal(QPointF(pos)), button, buttons,
+                        Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(widget, event)
+
+
+def test_the_cursor_line_is_dragged_with_the_mouse(host, demo_trace: Trace) -> None:
+    from PySide6.QtCore import QEvent, QPointF, Qt
+
+    from inspector.ui.panels.timeline import TimelinePanel
+
+    cursor, make = host
+    panel = make(TimelinePanel, demo_trace)
+    panel.resize(900, 400)
+    cursor.set(demo_trace.requests[10].event)
+    QApplication.processEvents()
+    view = panel.plot_widget
+    vb = panel.plot.getViewBox()
+    line = panel.cursor_line.line
+
+    def at(x: float) -> QPointF:
+        (_, _), (y0, y1) = vb.viewRange()
+        return view.mapFromScene(vb.mapViewToScene(QPointF(x, (y0 + y1) / 2))).toPointF()
+
+    start = at(line.value()) + QPointF(2, 0)  # a couple of pixels off the line still grabs it
+    target = at(40.0)
+    left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
+    vp = view.viewport()
+    _mouse(vp, QEvent.Type.MouseMove, start, none)
+    assert line.pen().width() == 3, "hovering the line thickens it"
+    _mouse(vp, QEvent.Type.MouseButtonPress, start, left)
+    for i in range(1, 6):
+        time.sleep(0.02)  # pyqtgraph drops mouse moves that come faster than its rate limit
+        _mouse(vp, QEvent.Type.MouseMove, start + (target - start) * (i / 5), left)
+    _mouse(vp, QEvent.Type.MouseButtonRelease, target, none)
+    QApplication.processEvents()
+    assert cursor.index == demo_trace.requests[40].event, "the drag moved the cursor to the request under the mouse"
+    assert line.value() == pytest.approx(panel._fig.cursor_x(cursor.index))
