@@ -158,7 +158,18 @@ def _brushes(view: QWidget) -> tuple[QBrush, QBrush, QBrush, tuple[Any, Any]]:
             (palette.color(group, QPalette.ColorRole.Text), palette.color(group, QPalette.ColorRole.HighlightedText)))
 
 
-class PaintedTable(QTableView):
+class _RelayOut:
+    """Drops the laid-out texts when the view's font or style changes (they were laid out for the old)."""
+
+    _rows: _RowPainter
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._rows.forget()
+        super().changeEvent(event)  # type: ignore[misc]
+
+
+class PaintedTable(_RelayOut, QTableView):
     """``QTableView`` whose model offers ``row_cells(row)``; rows painted from cached laid-out texts."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -221,13 +232,8 @@ class PaintedTable(QTableView):
             self._rows.paint(painter, row_cells(row), columns, y, height, chosen, pens)
         painter.end()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
-        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
-            self._rows.forget()
-        super().changeEvent(event)
 
-
-class PaintedTree(QTreeView):
+class PaintedTree(_RelayOut, QTreeView):
     """``QTreeView`` whose model offers ``cells_at(index)`` and ``depth_at(index)``; rows painted from cached texts.
 
     Rows must all be one height (``setUniformRowHeights``): that is how a row's place in the
@@ -278,8 +284,3 @@ class PaintedTree(QTreeView):
             x0 = columns[0][0]
             self.drawBranches(painter, QRect(x0, y, indent, height), index)
         self._rows.paint(painter, cells_at(index), columns, y, height, chosen, pens, indent, True, icon_size)
-
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
-        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
-            self._rows.forget()
-        super().changeEvent(event)
