@@ -237,7 +237,6 @@ def replay(
             trace.meta["engine_files"] = [list(f) for f in list_written_files(sandbox)]
         except Exception as exc:
             trace.meta["engine_files_error"] = str(exc)
-    trace.finish()
     if cancelled:
         raise ReplayCancelled(trace)
     return trace
