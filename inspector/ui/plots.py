@@ -111,11 +111,11 @@ class _CursorLineItem(QGraphicsLineItem):
 
     def _fit(self, *_: object) -> None:
         """Span the visible y range (and a margin), and grab GRAB_PX pixels either side."""
-        (_x0, _x1), (y0, y1) = self._vb.viewRange()
+        (x0, x1), (y0, y1) = self._vb.viewRange()
         margin = (y1 - y0) or 1.0
         px = self._vb.viewPixelSize()[0] if self._vb.width() > 0 else 0.0
         self.prepareGeometryChange()
-        half = max(self.GRAB_PX * px, 1e-9 * ((_x1 - _x0) or 1.0))
+        half = max(self.GRAB_PX * px, 1e-9 * ((x1 - x0) or 1.0))  # never empty: Qt skips empty bounds
         self._bounds = QRectF(-half, y0 - margin, 2 * half, (y1 - y0) + 2 * margin)
         self.setLine(QLineF(0.0, y0 - margin, 0.0, y1 + margin))
 

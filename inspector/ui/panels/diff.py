@@ -204,7 +204,7 @@ class DiffRowsModel(QAbstractTableModel):
         return cells
 
     def display_texts(self, n: int) -> tuple[str, str, str, str, str]:
-        """Row n's five cell texts in full, before the before/after ones are cut to their column."""
+        """Row n's five cell texts in full (the table cuts the before/after ones to their column)."""
         diff = self.diff
         if diff is None or not 0 <= n < len(self.rows):
             return ("", "", "", "", "")

@@ -4,10 +4,11 @@ Selecting a row moves the cursor; the cursor moving selects (and reveals) the ro
 filter and the quick filters turn the tree into a flat list of matching events.
 
 Stepping must not repaint the whole list: a full repaint of the visible rows costs several
-times what a step that only moves the selection does. Two things used to force full repaints: scrolling by one row on every step once the cursor
-reached the edge, and expanding each new turn as the cursor entered it. So the list scrolls
-only when the cursor row gets within a row of the edge, and then centres it (the next half
-page of steps scrolls nothing), and turns are expanded in batches around the cursor.
+times what a step that only moves the selection does. Two things used to force full
+repaints: scrolling by one row on every step once the cursor reached the edge, and expanding
+each new turn as the cursor entered it. So the list scrolls only when the cursor row gets
+within a row of the edge, and then centres it (the next half page of steps scrolls nothing),
+and turns are expanded in batches around the cursor.
 """
 
 from __future__ import annotations

@@ -114,7 +114,8 @@ class MessagesModel(QAbstractTableModel):
         self._summary_trace: Trace | None = None
 
     def set_keys(self, trace: Trace | None, keys: tuple[str, ...], dropped: frozenset[str] = frozenset()) -> None:
-        # A reset, not row inserts/removals: the body and header repaint either way (measured).
+        # A reset, not row inserts/removals: the body repaints either way (measured), and the
+        # header keeps its own label model (PaintedTable), so it is not reset with this one.
         self.beginResetModel()
         if trace is not self._summary_trace:
             self._summary, self._summary_trace = {}, trace
