@@ -48,6 +48,23 @@ def cell_offsets(columns: int, icons: bool = False) -> dict[int, int]:
     return {role.value: i * columns for i, role in enumerate(_ROLES[: 6 if icons else 5])}
 
 
+class RowCellCache:
+    """For a ``PaintedTable``'s model: ``row_cells`` built by ``_build_cells`` on a row's first paint, then kept.
+
+    The model resets ``_cells`` to ``[None] * rows`` whenever its rows change.
+    """
+
+    _cells: list[tuple[Any, ...] | None]
+
+    def _build_cells(self, row: int) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def row_cells(self, row: int) -> tuple[Any, ...]:
+        """The row's cells, laid out as ``cell_offsets`` says."""
+        cells = self._cells[row]
+        return cells if cells is not None else self._build_cells(row)
+
+
 class _RowPainter:
     """Paints one row's cells, keeping each text laid out (and cut to its width) for the next paint."""
 

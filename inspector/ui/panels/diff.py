@@ -36,7 +36,7 @@ from inspector.ui import theme
 from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
 from inspector.ui.derive import event_lists, message_preview
-from inspector.ui.painted_views import PaintedTable, cell_offsets
+from inspector.ui.painted_views import PaintedTable, RowCellCache, cell_offsets
 from inspector.ui.panels.base import Panel
 
 EMPTY_LIST = -1  # stands for "no messages" (before the first request); never a real list id
@@ -83,7 +83,7 @@ _NO_FONTS: tuple[None, ...] = (None,) * 5
 _ALIGNS = (theme.ALIGN_CENTER, None, theme.ALIGN_CENTER, theme.ALIGN_CENTER, None)
 
 
-class DiffRowsModel(QAbstractTableModel):
+class DiffRowsModel(RowCellCache, QAbstractTableModel):
     """Rows of a MessageDiff for a QTableView; long unchanged runs folded until double-clicked.
 
     The table is repainted whenever the compared pair changes (every new request). A row's
@@ -195,13 +195,6 @@ class DiffRowsModel(QAbstractTableModel):
         if not index.isValid() or self.diff is None:
             return None
         return self.row_cells(index.row())[offset + index.column()]
-
-    def row_cells(self, row: int) -> tuple[Any, ...]:
-        """Display, background, foreground, alignment and font of the row's five cells (see ``cell_offsets``)."""
-        cells = self._cells[row]
-        if cells is None:
-            cells = self._build_cells(row)
-        return cells
 
     def display_texts(self, n: int) -> tuple[str, str, str, str, str]:
         """Row n's five cell texts in full (the table cuts the before/after ones to their column)."""

@@ -31,7 +31,7 @@ from inspector.trace.model import Request, Trace
 from inspector.ui import theme
 from inspector.ui.cursor import Cursor
 from inspector.ui.derive import message_preview, message_text
-from inspector.ui.painted_views import PaintedTable, cell_offsets
+from inspector.ui.painted_views import PaintedTable, RowCellCache, cell_offsets
 from inspector.ui.panels.base import Panel
 
 RAW_JSON_LIMIT = 2_000_000  # characters; beyond this the raw view is truncated (and says so)
@@ -89,7 +89,7 @@ class GeometryFirewall(QWidget):
 _CELL_OFFSET = cell_offsets(4)
 
 
-class MessagesModel(QAbstractTableModel):
+class MessagesModel(RowCellCache, QAbstractTableModel):
     """The messages of one request, one row each.
 
     The whole table is repainted whenever the request changes. A row's cells for every painted
@@ -143,13 +143,6 @@ class MessagesModel(QAbstractTableModel):
         if offset is None or not index.isValid() or self.trace is None:
             return None
         return self.row_cells(index.row())[offset + index.column()]
-
-    def row_cells(self, row: int) -> tuple[Any, ...]:
-        """Display, background, foreground, alignment and font of the row's four cells (see ``cell_offsets``)."""
-        cells = self._cells[row]
-        if cells is None:
-            cells = self._build_cells(row)
-        return cells
 
     def _build_cells(self, row: int) -> tuple[Any, ...]:
         assert self.trace is not None
