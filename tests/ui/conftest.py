@@ -21,6 +21,8 @@ from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
 
 import inspector.ui  # noqa: E402,F401 - applies the PySide6 refcount guard before any signal
 from inspector.trace.model import Trace  # noqa: E402
+from inspector.ui.cursor import Cursor  # noqa: E402
+from inspector.ui.panels.base import Panel  # noqa: E402
 from inspector.ui.synthetic import build_trace, empty_trace  # noqa: E402
 
 
@@ -117,3 +119,27 @@ def make_window(qapp: QApplication, settings: QSettings) -> Iterator:
 @pytest.fixture
 def window(make_window):
     return make_window()
+
+
+@pytest.fixture
+def shown(qapp) -> Iterator:  # noqa: ANN001
+    """Build panels of a class on one cursor, shown at a given size; deleted at teardown."""
+    made: list[Panel] = []
+    cursor = Cursor()
+
+    def make(cls: type[Panel], trace: Trace, width: int = 900, height: int = 500) -> Panel:
+        panel = cls(cursor)
+        cursor.trace_changed.connect(panel.set_trace)
+        cursor.changed.connect(panel.set_cursor)
+        panel.resize(width, height)
+        panel.show()
+        cursor.set_trace(trace)
+        QApplication.processEvents()
+        made.append(panel)
+        return panel
+
+    yield cursor, make
+    for panel in made:
+        panel.close()
+        panel.deleteLater()
+    cursor.deleteLater()

@@ -17,7 +17,6 @@ from PySide6.QtWidgets import QApplication
 
 from inspector.trace.model import Trace
 from inspector.ui import theme
-from inspector.ui.cursor import Cursor
 from inspector.ui.painted_views import PaintedTable, cell_offsets
 from inspector.ui.panels.events import EventsPanel
 
@@ -146,23 +145,9 @@ def test_italic_cells_use_their_font(table) -> None:  # noqa: ANN001
     assert {k[1] for k in view._rows._texts} == {0, id(italic)}
 
 
-@pytest.fixture
-def events_panel(qapp) -> Iterator[tuple[Cursor, EventsPanel]]:  # noqa: ANN001
-    cursor = Cursor()
-    panel = EventsPanel(cursor)
-    cursor.trace_changed.connect(panel.set_trace)
-    cursor.changed.connect(panel.set_cursor)
-    panel.resize(500, 600)
-    panel.show()
-    yield cursor, panel
-    panel.close()
-    panel.deleteLater()
-    cursor.deleteLater()
-
-
-def test_event_tree_rows_sit_where_the_stock_view_puts_them(events_panel, demo_trace: Trace) -> None:  # noqa: ANN001
-    cursor, panel = events_panel
-    cursor.set_trace(demo_trace)
+def test_event_tree_rows_sit_where_the_stock_view_puts_them(shown, demo_trace: Trace) -> None:  # noqa: ANN001
+    cursor, make = shown
+    panel = make(EventsPanel, demo_trace, 500, 600)
     cursor.set(demo_trace.requests[3].event + 1)
     QApplication.processEvents()
     view, model = panel.view, panel.model

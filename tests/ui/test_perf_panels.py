@@ -9,8 +9,6 @@ request, and that a diff is computed once per pair of lists and a plot's range i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QApplication, QStyle
@@ -18,9 +16,7 @@ from PySide6.QtWidgets import QApplication, QStyle
 from inspector.trace import diff as tdiff
 from inspector.trace.model import Trace
 from inspector.ui import theme
-from inspector.ui.cursor import Cursor
 from inspector.ui.derive import message_preview
-from inspector.ui.panels.base import Panel
 from inspector.ui.panels.cache import CachePanel, strip_args
 from inspector.ui.panels.diff import DiffPanel, DiffRowsModel
 from inspector.ui.panels.request import RequestPanel
@@ -28,30 +24,6 @@ from inspector.ui.panels.timeline import TimelinePanel
 
 ROLES = (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.BackgroundRole, Qt.ItemDataRole.ForegroundRole,
          Qt.ItemDataRole.TextAlignmentRole, Qt.ItemDataRole.FontRole, Qt.ItemDataRole.DecorationRole)
-
-
-@pytest.fixture
-def shown(qapp) -> Iterator:  # noqa: ANN001
-    """Build panels of a class on one cursor, shown at a given size; deleted at teardown."""
-    made: list[Panel] = []
-    cursor = Cursor()
-
-    def make(cls: type[Panel], trace: Trace, width: int = 900, height: int = 500) -> Panel:
-        panel = cls(cursor)
-        cursor.trace_changed.connect(panel.set_trace)
-        cursor.changed.connect(panel.set_cursor)
-        panel.resize(width, height)
-        panel.show()
-        cursor.set_trace(trace)
-        QApplication.processEvents()
-        made.append(panel)
-        return panel
-
-    yield cursor, make
-    for panel in made:
-        panel.close()
-        panel.deleteLater()
-    cursor.deleteLater()
 
 
 def _same_cut(shown_text: str, full: str) -> bool:
