@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import accumulate, repeat
 from typing import Any
 
@@ -29,7 +29,7 @@ _PURGE_START = 500_000  # entries held before the first sweep of expired ones
 _UNPRICED = object()
 
 
-@dataclass
+@dataclass(slots=True)
 class CacheResult:
     """The cache outcome of one request (all token figures include the tool schemas)."""
 
@@ -48,10 +48,10 @@ class CacheResult:
     total: int = 0  # read + write + uncached
 
     def to_json(self) -> dict[str, object]:
-        return dict(self.__dict__)
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-@dataclass
+@dataclass(slots=True)
 class _Lookup:
     """What the lookup found: the longest live entry and the longest expired one above it."""
 
@@ -296,12 +296,14 @@ class CacheSimulator:
         read = tsum[live] if live else 0
         end = bps[-1] + 1
         write = max(0, tsum[end] - read) if tsum[end] >= self.min_prefix else 0
-        if live and self.profile.refresh_on_hit:
+        refresh, min_prefix = self.profile.refresh_on_hit, self.min_prefix
+        if live and refresh:
             entries[hashes[live]] = now
         for b in bps:
-            if tsum[b + 1] >= self.min_prefix:
+            if tsum[b + 1] >= min_prefix:
                 h = hashes[b + 1]
-                if h not in entries or self.profile.refresh_on_hit or not self._alive(entries[h], now):
+                used = entries.get(h)
+                if used is None or refresh or (ttl is not None and now - used > ttl):
                     entries[h] = now
         res.read, res.write = read, write
         res.uncached = total - read - write

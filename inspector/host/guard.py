@@ -32,7 +32,7 @@ class HookTimeout(BaseException):
     """
 
 
-@dataclass
+@dataclass(slots=True)
 class CallOutcome:
     value: Any = None
     fault: Fault | None = None

@@ -88,6 +88,13 @@ def public_config(config: dict[str, Any]) -> dict[str, Any]:
     return scrub(config)
 
 
+def replayable_indices(session: Session, turn: Turn) -> list[int]:
+    """The turn's message indices a replay feeds to the host (not the leading system prompt)."""
+    messages = session.messages
+    return [i for i in range(turn.start, turn.end)
+            if (i > 0 or messages[i].get("role") != "system") and is_replayable(messages[i])]
+
+
 def play_session_turn(
     host: Host,
     session: Session,
@@ -96,16 +103,18 @@ def play_session_turn(
     markers: list[Compaction],
     marker_pos: int,
     wire: WireMessages | None = None,
+    kept: list[int] | None = None,
 ) -> int:
     """Feed one recorded turn to the host (teacher forcing); returns the next marker position.
 
     Shared by replay and follow mode so both play a transcript the same way: the original
     agent's summaries, compaction copies and rewound rows are skipped (they are artefacts of its
-    own engine), and its compactions become marker events where they happened.
+    own engine), and its compactions become marker events where they happened. ``kept`` is
+    :func:`replayable_indices` of the turn when the caller already has it.
     """
     messages = session.messages
-    indices = [i for i in range(turn.start, turn.end) if i > 0 or messages[i].get("role") != "system"]
-    kept = [i for i in indices if is_replayable(messages[i])]
+    if kept is None:
+        kept = replayable_indices(session, turn)
     while marker_pos < len(markers) and markers[marker_pos].message_index < turn.end:
         c = markers[marker_pos]
         summary = {"$msg": host.trace.store.put({"role": "user", "content": c.summary})} if c.summary else None
@@ -146,7 +155,7 @@ def _play_all(host: Host, session: Session, progress: ProgressFn | None, cancel:
     marker_pos = 0
     calls_by_index = {c.message_index: c for c in session.api_calls}
     wire = WireMessages(session)
-    messages = session.messages
+    ahead: list[list[int]] = []
     for n, turn in enumerate(session.turns):
         if cancel is not None and cancel.is_set():
             host.trace.add_event(Event(index=0, kind=EV_NOTE, turn=host.turn, t=host._now(),
@@ -154,10 +163,10 @@ def _play_all(host: Host, session: Session, progress: ProgressFn | None, cancel:
             return True
         if n % PREPARE_TURNS == 0:
             collect_batch()
-            ahead = session.turns[n:n + PREPARE_TURNS]
-            host.prepare([wire[i] for t in ahead for i in range(t.start, t.end)
-                          if (i > 0 or messages[i].get("role") != "system") and is_replayable(messages[i])])
-        marker_pos = play_session_turn(host, session, turn, calls_by_index, markers, marker_pos, wire)
+            ahead = [replayable_indices(session, t) for t in session.turns[n:n + PREPARE_TURNS]]
+            host.prepare([wire[i] for kept in ahead for i in kept])
+        kept = ahead[n % PREPARE_TURNS]
+        marker_pos = play_session_turn(host, session, turn, calls_by_index, markers, marker_pos, wire, kept)
         if progress is not None:
             progress(n + 1, total)
     return False
