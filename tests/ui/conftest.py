@@ -123,14 +123,15 @@ def window(make_window):
 
 @pytest.fixture
 def shown(qapp) -> Iterator:  # noqa: ANN001
-    """Build panels of a class on one cursor, shown at a given size; deleted at teardown."""
+    """A cursor plus panels wired like the window does, shown at a given size; deleted at teardown."""
     made: list[Panel] = []
     cursor = Cursor()
 
-    def make(cls: type[Panel], trace: Trace, width: int = 900, height: int = 500) -> Panel:
+    def make(cls: type[Panel], trace: Trace | None, width: int = 900, height: int = 500) -> Panel:
         panel = cls(cursor)
         cursor.trace_changed.connect(panel.set_trace)
         cursor.changed.connect(panel.set_cursor)
+        panel.jump_requested.connect(cursor.set)
         panel.resize(width, height)
         panel.show()
         cursor.set_trace(trace)

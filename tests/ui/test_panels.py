@@ -14,35 +14,9 @@ from PySide6.QtWidgets import QApplication, QPlainTextEdit
 
 from inspector.trace import model as tm
 from inspector.trace.model import Trace
-from inspector.ui.cursor import Cursor
 from inspector.ui.derive import event_lists, figures
 from inspector.ui.panels import PANEL_CLASSES
 from inspector.ui.panels.base import Panel
-
-
-@pytest.fixture
-def host(qapp):
-    """A cursor plus panels wired like the window does, deleted at teardown."""
-    made: list[Panel] = []
-    cursor = Cursor()
-
-    def make(cls: type[Panel], trace: Trace | None) -> Panel:
-        panel = cls(cursor)
-        cursor.trace_changed.connect(panel.set_trace)
-        cursor.changed.connect(panel.set_cursor)
-        panel.jump_requested.connect(cursor.set)
-        panel.resize(900, 500)
-        panel.show()
-        cursor.set_trace(trace)
-        QApplication.processEvents()
-        made.append(panel)
-        return panel
-
-    yield cursor, make
-    for panel in made:
-        panel.close()
-        panel.deleteLater()
-    cursor.deleteLater()
 
 
 def interesting_events(trace: Trace) -> list[int]:
@@ -57,8 +31,8 @@ def interesting_events(trace: Trace) -> list[int]:
 
 
 @pytest.mark.parametrize("cls", PANEL_CLASSES, ids=lambda c: c.panel_id)
-def test_panel_renders_and_follows_the_cursor(host, cls: type[Panel], any_trace: Trace) -> None:
-    cursor, make = host
+def test_panel_renders_and_follows_the_cursor(shown, cls: type[Panel], any_trace: Trace) -> None:
+    cursor, make = shown
     panel = make(cls, any_trace)
     assert panel.panel_id and panel.title
     assert panel.minimumSizeHint().width() > 0
@@ -69,8 +43,8 @@ def test_panel_renders_and_follows_the_cursor(host, cls: type[Panel], any_trace:
 
 
 @pytest.mark.parametrize("cls", PANEL_CLASSES, ids=lambda c: c.panel_id)
-def test_panel_without_trace_and_hidden_panels_catch_up(host, cls: type[Panel], demo_trace: Trace) -> None:
-    cursor, make = host
+def test_panel_without_trace_and_hidden_panels_catch_up(shown, cls: type[Panel], demo_trace: Trace) -> None:
+    cursor, make = shown
     panel = make(cls, None)
     panel.hide()
     cursor.set_trace(demo_trace)
@@ -81,10 +55,10 @@ def test_panel_without_trace_and_hidden_panels_catch_up(host, cls: type[Panel], 
     assert panel.rendered_cursor == len(demo_trace) // 3, "and catches up from the cursor when shown"
 
 
-def test_counters_show_the_state_at_the_cursor(host, faulty_trace: Trace) -> None:
+def test_counters_show_the_state_at_the_cursor(shown, faulty_trace: Trace) -> None:
     from inspector.ui.panels.counters import CountersPanel
 
-    cursor, make = host
+    cursor, make = shown
     panel = make(CountersPanel, faulty_trace)
     for k in interesting_events(faulty_trace):
         cursor.set(k)
@@ -96,10 +70,10 @@ def test_counters_show_the_state_at_the_cursor(host, faulty_trace: Trace) -> Non
             assert "Fault" in panel.alert.text()
 
 
-def test_timeline_cursor_line_and_click_to_jump(host, demo_trace: Trace) -> None:
+def test_timeline_cursor_line_and_click_to_jump(shown, demo_trace: Trace) -> None:
     from inspector.ui.panels.timeline import TimelinePanel
 
-    cursor, make = host
+    cursor, make = shown
     panel = make(TimelinePanel, demo_trace)
     fig = figures(demo_trace)
     assert set(panel.curves) >= {"tiktoken", "rough", "recorded"}, "one curve per figure the trace has"
@@ -125,10 +99,10 @@ def test_threshold_line_steps_when_update_model_changes_it(demo_trace: Trace) ->
     assert sorted(set(ys.tolist())) == sorted(set(fig.threshold.tolist()))
 
 
-def test_compression_timeline_has_one_dot_per_compression(host, faulty_trace: Trace) -> None:
+def test_compression_timeline_has_one_dot_per_compression(shown, faulty_trace: Trace) -> None:
     from inspector.ui.panels.compression import CompressionPanel, describe
 
-    cursor, make = host
+    cursor, make = shown
     panel = make(CompressionPanel, faulty_trace)
     fig = figures(faulty_trace)
     assert len(panel.dots.points()) == len(fig.compressions) == len(faulty_trace.compress_events)
@@ -141,10 +115,10 @@ def test_compression_timeline_has_one_dot_per_compression(host, faulty_trace: Tr
     assert cursor.index == ok.event, "clicking a compression dot selects the compress event"
 
 
-def test_diff_at_compress_compares_engine_input_and_output(host, demo_trace: Trace) -> None:
+def test_diff_at_compress_compares_engine_input_and_output(shown, demo_trace: Trace) -> None:
     from inspector.ui.panels.diff import DiffPanel
 
-    cursor, make = host
+    cursor, make = shown
     panel = make(DiffPanel, demo_trace)
     k = demo_trace.compress_events[0]
     cursor.set(k)
@@ -159,10 +133,10 @@ def test_diff_at_compress_compares_engine_input_and_output(host, demo_trace: Tra
     assert panel.table.currentIndex().row() == first, "the first change is selected and shown"
 
 
-def test_diff_elsewhere_compares_with_previous_request_and_highlights_words(host, demo_trace: Trace) -> None:
+def test_diff_elsewhere_compares_with_previous_request_and_highlights_words(shown, demo_trace: Trace) -> None:
     from inspector.ui.panels.diff import DiffPanel
 
-    cursor, make = host
+    cursor, make = shown
     panel = make(DiffPanel, demo_trace)
     req = demo_trace.requests[5]
     cursor.set(req.event)
@@ -183,10 +157,10 @@ def test_diff_elsewhere_compares_with_previous_request_and_highlights_words(host
     assert diff is not None
 
 
-def test_cache_strip_matches_the_request(host, demo_trace: Trace) -> None:
+def test_cache_strip_matches_the_request(shown, demo_trace: Trace) -> None:
     from inspector.ui.panels.cache import CachePanel
 
-    cursor, make = host
+    cursor, make = shown
     panel = make(CachePanel, demo_trace)
     miss = demo_trace.next_cache_miss(0)
     req = demo_trace.requests[demo_trace.events[miss].request]
@@ -201,10 +175,10 @@ def test_cache_strip_matches_the_request(host, demo_trace: Trace) -> None:
     assert panel.strip.status_of(0, 1) in ("read", "written", "uncached")
 
 
-def test_request_panel_shows_plain_text_never_html(host, demo_trace: Trace) -> None:
+def test_request_panel_shows_plain_text_never_html(shown, demo_trace: Trace) -> None:
     from inspector.ui.panels.request import RequestPanel
 
-    cursor, make = host
+    cursor, make = shown
     panel = make(RequestPanel, demo_trace)
     # turn 2's user message contains markup; find a request that carries it
     req = demo_trace.requests[-1]
@@ -229,10 +203,10 @@ def test_request_panel_shows_plain_text_never_html(host, demo_trace: Trace) -> N
     assert "lcm_expand" in panel.tools_text.toPlainText()
 
 
-def test_engine_panel_status_follows_cursor(host, demo_trace: Trace) -> None:
+def test_engine_panel_status_follows_cursor(shown, demo_trace: Trace) -> None:
     from inspector.ui.panels.engine import EnginePanel
 
-    cursor, make = host
+    cursor, make = shown
     panel = make(EnginePanel, demo_trace)
     assert panel.header.text().startswith("compressor")
     k = demo_trace.compress_events[-1]
@@ -255,12 +229,12 @@ def _mouse(widget, kind, pos, buttons) -> None:  # noqa: ANN001 - a viewport, a 
     QApplication.sendEvent(widget, event)
 
 
-def test_the_cursor_line_is_dragged_with_the_mouse(host, demo_trace: Trace) -> None:
+def test_the_cursor_line_is_dragged_with_the_mouse(shown, demo_trace: Trace) -> None:
     from PySide6.QtCore import QEvent, QPointF, Qt
 
     from inspector.ui.panels.timeline import TimelinePanel
 
-    cursor, make = host
+    cursor, make = shown
     panel = make(TimelinePanel, demo_trace)
     panel.resize(900, 400)
     cursor.set(demo_trace.requests[10].event)
