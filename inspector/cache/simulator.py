@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from itertools import accumulate, repeat
 from typing import Any
 
@@ -46,9 +46,6 @@ class CacheResult:
     region: str = ""  # where it diverged: "tools" | "system" | "message" | "" (no divergence)
     write_1h: int = 0  # part of ``write`` written with the 1-hour TTL
     total: int = 0  # read + write + uncached
-
-    def to_json(self) -> dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(slots=True)
