@@ -104,6 +104,62 @@ class Alignment:
             return self._row_of_request[run][req.index]
         return 0
 
+    def span(self, run: int, pos: int) -> tuple[int, int]:
+        """The events :meth:`row_for` maps to request ``pos`` of run ``run``, as [first, last].
+
+        A turn's first request also owns the events of its turn before it (the turn marker, a
+        preflight compress); every request owns the hooks after it up to the next row.
+        """
+        trace = self.traces[run]
+        assert trace is not None
+        reqs = trace.requests
+
+        def start(p: int) -> int:
+            e = reqs[p].event
+            if p > 0 and reqs[p - 1].turn == reqs[p].turn:
+                return e
+            floor = reqs[p - 1].event + 1 if p > 0 else 0
+            while e > floor and trace.events[e - 1].turn == reqs[p].turn:
+                e -= 1
+            return e
+
+        last = start(pos + 1) - 1 if pos + 1 < len(reqs) else len(trace.events) - 1
+        return start(pos), last
+
+    def event_at_phase(self, run: int, row: int, source: int, k: int) -> int | None:
+        """Run ``run``'s event at the point of ``row`` where event ``k`` of run ``source`` is.
+
+        The same hook (kind and occurrence within the row) when the run has one, else the same
+        offset from the row's request, kept inside the row. A run with no request at ``row``
+        gives the last event before it (the state in force). None when the run has no events.
+        """
+        if run == source:
+            return k
+        trace, src = self.traces[run], self.traces[source]
+        if trace is None or not trace.events or not self.rows:
+            return None
+        row = max(0, min(row, len(self.rows) - 1))
+        idx = self.index[row][run]
+        if idx is None:
+            pos = bisect.bisect_right(self._row_of_request[run], row) - 1
+            return self.span(run, pos)[1] if pos >= 0 else 0
+        first, last = self.span(run, idx)
+        request_event = trace.requests[idx].event
+        sidx = self.index[row][source]
+        if src is None or sidx is None:
+            return request_event
+        sfirst, slast = self.span(source, sidx)
+        if not sfirst <= k <= slast:
+            return request_event
+        kind = src.events[k].kind
+        nth = sum(1 for j in range(sfirst, k + 1) if src.events[j].kind == kind)
+        for j in range(first, last + 1):
+            if trace.events[j].kind == kind:
+                nth -= 1
+                if nth == 0:
+                    return j
+        return max(first, min(last, request_event + k - src.requests[sidx].event))
+
     def event_x(self, run: int, event_index: int) -> float:
         """Plot x of any event of a run: a request's own row, else halfway to the next row.
 

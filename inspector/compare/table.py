@@ -215,16 +215,21 @@ def summary_table(comparison: Comparison) -> SummaryTable:
                         errors=[r.error for r in comparison.runs], summaries=summaries)
 
 
-def counters_at(comparison: Comparison, row: int, fields: Sequence[str] = STATE_FIELDS) -> list[dict[str, Any] | None]:
+def counters_at(
+    comparison: Comparison, row: int, fields: Sequence[str] = STATE_FIELDS, *, at: tuple[int, int] | None = None
+) -> list[dict[str, Any] | None]:
     """Each run's engine token attributes at cursor ``row``, plus ``delta`` to run 0 per field.
 
-    Entry i is None when run i has no trace. ``entry["exact"]`` says whether the run had a
-    request at that row (False: the values are those in force from its latest earlier request).
+    Without ``at`` each run is read at its request marker (the state the request was sent
+    with). ``at=(run, event)`` reads that run at that event and every other run at the same
+    point of the row (see :meth:`Alignment.event_at_phase`), so stepping through a row's
+    hooks moves every column. Entry i is None when run i has no trace. ``entry["exact"]``
+    says whether the run had a request at that row (False: the values are those in force).
     """
     al = comparison.alignment
     states: list[dict[str, Any] | None] = []
     for run, trace in enumerate(al.traces):
-        k = al.event_for(run, row)
+        k = al.event_for(run, row) if at is None else al.event_at_phase(run, row, *at)
         if trace is None or k is None:
             states.append(None)
             continue

@@ -1237,8 +1237,11 @@ class Host:
                     e._verify_compaction_cleared_threshold = True
                 except Exception:
                     pass
-        ev.state = self._state()
-        ev.status = self._status()
+        # The compress event keeps the state compress() left; the writes above get their own
+        # event, after the boundary hooks, so the counters move forward through the list.
+        commit = self.note("compaction committed: the host set last_prompt_tokens to -1 until the next "
+                           "response (Hermes' sentinel after every boundary)", site=site)
+        commit.status = self._status()
         count = _as_int(getattr(e, "compression_count", 0))
         if count >= 2:
             self.note(f"Session compressed {count} times — accuracy may degrade (Hermes warns here)")

@@ -77,16 +77,23 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print(turn_line(trace, turn), file=out, flush=True)
         printed["turns"] += added
 
+    def on_error(message: str | None) -> None:
+        if message is None:
+            print("the source is readable again", file=sys.stderr, flush=True)
+        elif follower.played:
+            print(f"warning: cannot read {args.source}: {message} (still polling)", file=sys.stderr, flush=True)
+
     stop = threading.Event()
     try:
-        follower.run(stop, on_update, max_seconds=args.max_seconds)
+        follower.run(stop, on_update, max_seconds=args.max_seconds, on_error=on_error)
     finally:
         follower.close()
         close = getattr(loaded, "close", None)
         if callable(close):
             close()
-    if follower.last_error and not follower.played:
-        print(f"error: {follower.last_error}", file=sys.stderr)
+    if follower.last_error:
+        ended = "error" if not follower.played else f"replayed {follower.played} turn(s), then the source broke"
+        print(f"{ended}: {follower.last_error}", file=sys.stderr)
         return 1
     print(f"replayed {follower.played} turn(s)", file=sys.stderr)
     return 0

@@ -107,6 +107,7 @@ class Follower:
         self.played = 0  # turns played
         self.polls = 0
         self.last_error: str | None = None
+        self.error_changed = False  # set when last_error changes; run() reports and clears it
         self._turn_digests: list[str] = []
         self._markers_done = 0
         self._stat: tuple[Any, ...] | None = None
@@ -138,13 +139,23 @@ class Follower:
             session = load_session(self.path, format=self.format, session_id=self.session_id)
         except (ReaderError, OSError) as exc:
             # The writer may not have created the file yet, or a line is half-written: try again next poll.
-            self.last_error = str(exc)
+            self._set_error(str(exc))
             return self._session, False
-        self.last_error = None
+        self._set_error(None)
         content = (len(session.messages), _message_digest(session.messages[-1] if session.messages else None))
         quiet = content == self._content
         self._stat, self._content, self._session = stat, content, session
         return session, quiet
+
+    def _set_error(self, error: str | None) -> None:
+        """Record a read failure (or its end); once turns were played it goes into the trace too."""
+        if error == self.last_error:
+            return
+        self.last_error = error
+        self.error_changed = True
+        if self.host is not None and self.started:
+            self.host.note(f"follow: the source cannot be read ({error}); still polling" if error
+                           else "follow: the source is readable again")
 
     # -- the host ------------------------------------------------------------------------------
     def _ensure_host(self, session: Session) -> bool:
@@ -242,17 +253,24 @@ class Follower:
         first = session.messages[turn.start] if turn.start < len(session.messages) else None
         self._turn_digests.append(_message_digest(first))
 
-    def run(self, stop: threading.Event, on_update: UpdateFn | None = None, *, max_seconds: float | None = None) -> int:
+    def run(self, stop: threading.Event, on_update: UpdateFn | None = None, *, max_seconds: float | None = None,
+            on_error: Callable[[str | None], None] | None = None) -> int:
         """Poll every ``interval`` until ``stop`` is set (or ``max_seconds``); returns the turns added.
 
         ``on_update(snapshot, added)`` runs on this thread after each poll that added turns, with
-        a trace snapshot that is safe to hand to another thread.
+        a trace snapshot that is safe to hand to another thread. ``on_error(message)`` runs when
+        the source becomes unreadable (deleted, truncated, the session gone) and with None when
+        it is readable again.
         """
         deadline = time.monotonic() + max_seconds if max_seconds else None
         total = 0
         while not stop.is_set():
             added = self.poll()
             total += added
+            if self.error_changed:
+                self.error_changed = False
+                if on_error is not None:
+                    on_error(self.last_error)
             if added and on_update is not None:
                 snap = self.snapshot()
                 if snap is not None:

@@ -27,10 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.config import cfg_get
+from inspector.llm.secrets import scrub_exception, scrub_text
 
 OFFLINE_MODEL = "inspector-offline-stand-in"
 COMPRESSION_TIMEOUT_FLOOR = 300.0  # Hermes floors the compression task's timeout at 300 s
 DEFAULT_TIMEOUT = 120.0
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"  # key of an OpenAI-compatible endpoint with no api_key/api_key_env
 
 # Named providers with a well-known OpenAI-compatible endpoint and key variable. "auto" (Hermes'
 # detection chain) is deliberately not reproduced: the inspector only calls what is configured.
@@ -224,6 +226,8 @@ def resolve_endpoint(
         key_env = key_env or default_env
     if not url:
         return None
+    if not key and not key_env and prov not in KNOWN_PROVIDERS and prov != "main":
+        key_env = DEFAULT_KEY_ENV  # an OpenAI-compatible endpoint: the SDK's own convention
     if not key and key_env:
         key = os.environ.get(key_env) or None
     if not key and prov in KNOWN_PROVIDERS:
@@ -300,6 +304,7 @@ def call_llm(
         started_at=time.time(),
     )
     start = time.perf_counter()
+    endpoint_key = None
     try:
         endpoint = resolve_endpoint(
             task, config, provider=provider, model=model, base_url=base_url, api_key=api_key,
@@ -312,7 +317,7 @@ def call_llm(
             record.offline = True
             record.model = OFFLINE_MODEL
         else:
-            record.model, record.base_url = endpoint.model, endpoint.base_url
+            record.model, record.base_url, endpoint_key = endpoint.model, endpoint.base_url, endpoint.api_key
             response = _call_endpoint(
                 endpoint, messages, temperature=temperature, max_tokens=max_tokens, tools=tools,
                 extra_body=extra_body, reasoning_config=reasoning_config, stream=stream,
@@ -325,7 +330,8 @@ def call_llm(
         record.usage = _usage_dict(response)
         return response
     except Exception as exc:
-        record.error = f"{type(exc).__name__}: {exc}"
+        scrub_exception(exc, api_key, endpoint_key)
+        record.error = scrub_text(f"{type(exc).__name__}: {exc}", api_key, endpoint_key)
         raise
     finally:
         record.duration_s = time.perf_counter() - start

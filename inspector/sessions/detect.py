@@ -14,6 +14,7 @@ from typing import Any
 
 from inspector.sessions.model import ReaderError
 from inspector.sessions.source import SQLITE_MAGIC, Source, decode, read_bytes
+from inspector.sessions.sqlite_ro import readonly_uri
 
 FORMATS: tuple[str, ...] = (
     "hermes-db",
@@ -72,7 +73,7 @@ def is_hermes_db(path: str | Path) -> bool:
     except OSError:
         return False
     try:
-        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True, timeout=2)
+        conn = sqlite3.connect(readonly_uri(path), uri=True, timeout=2)
     except (sqlite3.Error, UnicodeDecodeError):
         return False
     conn.text_factory = lambda b: b.decode("utf-8", errors="replace")

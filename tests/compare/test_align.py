@@ -155,6 +155,48 @@ def test_real_replays_align_by_turn_and_call(plugin_dir, base_config):
     assert prompt[0][-1] < prompt[1][-1]
 
 
+def test_spans_partition_the_events_the_way_row_for_maps_them():
+    a = synthetic_trace([1, 2, 1], compress_before={(1, 1)})
+    al = align_runs([a])
+    owners = {}
+    for pos in range(len(a.requests)):
+        first, last = al.span(0, pos)
+        for k in range(first, last + 1):
+            owners[k] = pos
+            assert al.row_for(0, k) == al.row_for(0, a.requests[pos].event)
+    assert sorted(owners) == list(range(min(owners), len(a.events)))
+
+
+def test_other_runs_follow_the_primary_to_the_same_hook_of_the_row(plugin_dir, base_config):
+    session = make_session(turns=6)
+    comp = run_comparison(session, parse_specs(["cmp_tail", "cmp_never"]), base_config,
+                          plugin_dirs=[str(plugin_dir)])
+    tail, never = comp.traces
+    al = comp.alignment
+    for row in range(len(al.rows)):
+        first, last = al.span(1, al.index[row][1])
+        for k in range(first, last + 1):
+            j = al.event_at_phase(0, row, 1, k)
+            assert al.row_for(0, j) == row  # never leaves the row
+            kind = never.events[k].kind
+            nth = sum(e.kind == kind for e in never.events[first:k + 1])
+            tail_first, tail_last = al.span(0, al.index[row][0])
+            if sum(e.kind == kind for e in tail.events[tail_first:tail_last + 1]) >= nth:
+                assert tail.events[j].kind == kind  # the same hook, the same time in the row
+                assert sum(e.kind == kind for e in tail.events[tail_first:j + 1]) == nth
+    # after the response both runs hold that request's prompt size, not the previous one's
+    row = 3
+    k = next(e.index for e in never.events if e.kind == "update_from_response" and al.row_for(1, e.index) == row)
+    j = al.event_at_phase(0, row, 1, k)
+    assert tail.state_at(j)["last_prompt_tokens"] == al.request(0, row).usage["prompt_tokens"]
+    assert never.state_at(k)["last_prompt_tokens"] == al.request(1, row).usage["prompt_tokens"]
+    # the compress only one run has maps to a point inside the other run's row
+    compress = next(e for e in tail.events if e.kind == EV_COMPRESS)
+    row = al.row_for(0, compress.index)
+    assert al.row_for(1, al.event_at_phase(1, row, 0, compress.index)) == row
+    assert al.event_at_phase(0, row, 0, compress.index) == compress.index
+
+
 def test_real_replays_with_different_request_counts(plugin_dir, base_config):
     """A run cancelled after two turns has fewer requests; rows past its end are None for it."""
     import threading

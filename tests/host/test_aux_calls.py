@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from inspector.engines.discovery import load_engine
 from inspector.host.replay import replay
 from inspector.trace.model import EV_AUX_LLM, EV_COMPRESS
@@ -58,3 +60,64 @@ def test_hermes_strict_rule_on_request(config, nocache):
     # fallback summary, and a block after two in a row (hermes-host.md §6.8).
     assert 1 <= len(strict) < len(default)
     assert any("cooldown" in (e.note or "") or "fallback_streak" in (e.note or "") for e in trace.events)
+
+
+class _EchoingGateway:
+    """An endpoint whose error bodies repeat the request's Authorization header (some proxies do)."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.seen: list[str] = []
+        gateway = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                auth = self.headers.get("Authorization", "")
+                gateway.seen.append(auth)
+                body = json.dumps({"error": {"message": f"rejected (received Authorization: {auth})",
+                                             "type": "invalid_request_error"}}).encode()
+                self.send_response(400)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_key_echoed_in_an_error_body_reaches_no_event_summary_or_file(config, nocache, monkeypatch, tmp_path):
+    from inspector.trace.io import save_trace
+
+    secret = "sk-test-Echoed-9d1f2c8a7b"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    gateway = _EchoingGateway()
+    try:
+        config["auxiliary"]["compression"].update(base_url=gateway.url, model="summary-model")
+        loaded = load_engine("compressor", config)
+        try:
+            loaded.engine.threshold_tokens = 3000
+            trace = replay(coding_session(8), loaded, config, simulator=nocache)
+        finally:
+            loaded.close()
+    finally:
+        gateway.close()
+    assert gateway.seen and all(auth == f"Bearer {secret}" for auth in gateway.seen)  # the key came from the env
+    aux = [e for e in trace.events if e.kind == EV_AUX_LLM]
+    assert aux and all("400" in e.result["error"] and "***" in e.result["error"] for e in aux)
+    path = tmp_path / "t.json"
+    save_trace(trace, path)
+    text = path.read_text(encoding="utf-8")
+    assert "generated without an LLM" in text  # the fallback summary quoting the error is in the trace
+    assert secret not in text

@@ -6,7 +6,7 @@ import threading
 import time
 
 from inspector.host.replay import replay
-from inspector.trace.model import EV_COMPRESS, EV_SESSION_END, EV_SESSION_START
+from inspector.trace.model import EV_COMPRESS, EV_NOTE, EV_SESSION_END, EV_SESSION_START
 
 from .conftest import CountingEngine, coding_session
 
@@ -47,11 +47,13 @@ def test_compress_runs_on_a_pool_thread_over_a_private_copy(config, nocache):
 def test_commit_writes_the_sentinel_and_boundary_hooks(config, nocache):
     trace = replay(coding_session(6), LowThreshold(), config, simulator=nocache)
     ev = committed(trace)[0]
-    assert trace.state_at(ev.index)["last_prompt_tokens"] == -1
     assert trace.state_at(ev.index)["compression_count"] == 1
-    after = trace.events[ev.index + 1: ev.index + 3]
-    assert [e.kind for e in after] == [EV_SESSION_END, EV_SESSION_START]
+    assert trace.state_at(ev.index)["last_prompt_tokens"] > 0  # what compress() left, before the commit
+    after = trace.events[ev.index + 1: ev.index + 4]
+    assert [e.kind for e in after] == [EV_SESSION_END, EV_SESSION_START, EV_NOTE]
     assert after[1].args["boundary_reason"] == "compression"
+    assert trace.state_at(after[1].index)["last_prompt_tokens"] > 0  # Hermes writes the sentinel after the hooks
+    assert trace.state_at(after[2].index)["last_prompt_tokens"] == -1
     # The next response replaces the sentinel with the real (synthesised) count.
     nxt = trace.requests[[r.event for r in trace.requests].index(
         next(r.event for r in trace.requests if r.event > ev.index))]

@@ -108,6 +108,38 @@ def test_missing_source_is_retried_not_fatal(tmp_path):
     follower.close()
 
 
+def test_a_source_that_breaks_mid_follow_is_reported_in_the_trace_and_to_the_caller(tmp_path):
+    import threading
+
+    path = tmp_path / "t.jsonl"
+    rows = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "again"}, {"role": "assistant", "content": "sure"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    follower = Follower(path, NotesEngine(), load_config(None), interval=0.02)
+    follower.poll()
+    follower.poll()
+    assert follower.played == 2
+    path.unlink()
+    reported: list[str | None] = []
+    stop = threading.Event()
+    follower.run(stop, on_error=reported.append, max_seconds=0.2)
+    assert len(reported) == 1 and "t.jsonl" in reported[0]  # once, not once per poll
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    follower.run(stop, on_error=reported.append, max_seconds=0.2)
+    assert reported[1:] == [None]  # readable again
+    notes = [e.note for e in follower.trace.events if e.kind == "host_note" and "follow:" in (e.note or "")]
+    assert len(notes) == 2 and "cannot be read" in notes[0] and "readable again" in notes[1]
+    follower.close()
+
+
+def test_cli_follow_fails_when_the_source_is_gone_at_the_end(tmp_path, capsys):
+    from inspector.cli import main
+
+    code = main(["follow", str(tmp_path / "never.jsonl"), "--engine", "compressor", "--interval", "0.05",
+                 "--max-seconds", "0.3"])
+    assert code == 1 and "never.jsonl" in capsys.readouterr().err
+
+
 def test_cli_follow_prints_one_line_per_turn(tmp_path, capsys):
     from inspector.cli import main
 

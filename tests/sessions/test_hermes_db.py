@@ -80,6 +80,15 @@ def test_the_database_bytes_never_change(plain_db: Path):
     assert _digest(plain_db) == before
 
 
+def test_reading_a_closed_wal_database_leaves_no_files_beside_it(plain_db: Path):
+    beside = sorted(p.name for p in plain_db.parent.iterdir())
+    assert beside == ["state.db"]  # the writer closed cleanly: its -wal and -shm are gone
+    load_session(str(plain_db))
+    list_sessions(str(plain_db))
+    assert detect_format(str(plain_db)) is not None
+    assert sorted(p.name for p in plain_db.parent.iterdir()) == beside
+
+
 def test_loading_works_while_another_connection_holds_a_write_transaction(plain_db: Path):
     writer = sqlite3.connect(plain_db, timeout=0.1)
     try:

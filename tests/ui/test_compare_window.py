@@ -104,7 +104,7 @@ def test_lockstep_cursor_counters_and_cache_strips(cwindow, files) -> None:
         # counters: each run's value, and its delta to run 1
         counters = w.panels["counters"]
         counters.refresh()
-        states = counters_at(w.comparison, row)
+        states = counters_at(w.comparison, row, at=(view.primary, k))
         for run in view.runs:
             value, delta = counters.run_cells[(run, "last_prompt_tokens")]
             v = states[run]["last_prompt_tokens"]

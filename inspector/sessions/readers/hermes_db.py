@@ -23,6 +23,7 @@ from inspector.sessions.readers.hermes_common import (
     mark_compactions,
     mark_harness_replies,
 )
+from inspector.sessions.sqlite_ro import readonly_uri
 from inspector.sessions.summary import SessionSummary
 
 MESSAGE_COLUMNS = (
@@ -57,7 +58,7 @@ def connect(path: str) -> sqlite3.Connection:
     if not p.is_file():
         raise ReaderError("no such database file", path=path)
     try:
-        conn = sqlite3.connect(p.resolve().as_uri() + "?mode=ro", uri=True, timeout=5)
+        conn = sqlite3.connect(readonly_uri(p), uri=True, timeout=5)
     except (sqlite3.Error, UnicodeDecodeError) as exc:
         raise ReaderError(f"cannot open database read-only: {exc}", path=path) from None
     conn.row_factory = sqlite3.Row

@@ -152,8 +152,8 @@ class CountersPanel(CompareAware, Panel):
                 self.run_cells[(run, name)] = (value, delta)
         self.compare_grid.setColumnStretch(0, 1)
         note = theme.TextLine(2)
-        note.setText(f"Second line: Δ vs {view.label(view.runs[0])}. Grey value: that run sent no request "
-                     "at this row (the value in force from its last one).")
+        note.setText(f"Second line: Δ vs {view.label(view.runs[0])}. Each run at the same hook of this row; "
+                     "grey: no request at this row (the value in force).")
         note.set_colours("#78909c")
         self.compare_grid.addWidget(note, 1 + 2 * len(ROWS), 0, 1, 1 + len(view.runs))
 
@@ -164,7 +164,7 @@ class CountersPanel(CompareAware, Panel):
         assert view is not None
         row = view.row_at(k)
         self.compare_where.setText(f"Primary {view.label(view.primary)} event {k} · {view.describe_row(row)}")
-        states = counters_at(view.comparison, row if row is not None else 0)
+        states = counters_at(view.comparison, row if row is not None else 0, at=(view.primary, k))
         for run in view.runs:
             state = states[run] if run < len(states) else None
             for name, _text in ROWS:

@@ -62,7 +62,11 @@ class _FollowWorker(QObject):
             def on_update(snapshot: Trace, added: int) -> None:
                 self.update.emit(snapshot, int(added), int(follower.played))
 
-            follower.run(self.stop, on_update, max_seconds=self.max_seconds)
+            def on_error(message: str | None) -> None:
+                self.status.emit(f"Cannot read the source: {message} (still polling)" if message
+                                 else f"Following {self.source} (the source is readable again)…")
+
+            follower.run(self.stop, on_update, max_seconds=self.max_seconds, on_error=on_error)
             if follower.last_error:
                 self.status.emit(f"Last read error: {follower.last_error}")
             final = follower.close()
