@@ -12,7 +12,17 @@ from functools import lru_cache
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QEvent, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPaintEvent, QPalette, QPixmap
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QIcon,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QPixmap,
+    QTextLayout,
+    QTextOption,
+)
 from PySide6.QtWidgets import QAbstractScrollArea, QSizePolicy, QWidget
 
 from inspector.trace import model as tm
@@ -176,7 +186,7 @@ class TextLine(QWidget):
     A QLabel's ``setText`` invalidates every layout up to the main window, and a QMainWindow
     re-fitting its docks on every cursor step costs tens of milliseconds (and makes the docks
     drift). This widget only repaints itself. Text is drawn literally (no HTML), word-wrapped
-    when ``lines > 1`` and clipped to its box.
+    when ``lines > 1``; what does not fit ends in "…" and the whole text is the tooltip.
     """
 
     def __init__(self, lines: int = 1, *, bold: bool = False, align: Qt.AlignmentFlag = Qt.AlignmentFlag.AlignLeft,
@@ -184,6 +194,10 @@ class TextLine(QWidget):
         super().__init__(parent)
         self._text = ""
         self._lines = lines
+        self._fit_key: tuple[str, int] | None = None
+        self._fit: list[str] = []
+        self._fit_cut = False
+        self._own_tip = ""
         self._align = align
         self._fg = QColor(PLOT_FG)
         self._bg: QColor | None = None
@@ -225,13 +239,61 @@ class TextLine(QWidget):
             p.drawRoundedRect(QRectF(rect), 3, 3)
         p.setPen(self._fg)
         inner = rect.adjusted(4 if self._bg is not None else 0, 2, -4 if self._bg is not None else 0, -2)
-        flags = self._align | Qt.AlignmentFlag.AlignVCenter
-        if self._lines > 1:
-            flags = self._align | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextWordWrap
-            p.drawText(inner, flags, self._text)
-        else:
-            p.drawText(inner, flags, self.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideRight, inner.width()))
+        lines, truncated = self._fitted(inner.width())
+        flags = self._align | (Qt.AlignmentFlag.AlignTop if self._lines > 1 else Qt.AlignmentFlag.AlignVCenter)
+        step = self.fontMetrics().lineSpacing()
+        for i, line in enumerate(lines):
+            box = inner.adjusted(0, i * step, 0, 0) if self._lines > 1 else inner
+            p.drawText(box, flags, line)
         p.end()
+        # the whole text on hover when some of it was cut (a tooltip the caller set is kept)
+        current = self.toolTip()
+        if current in ("", self._own_tip):
+            wanted = plain_tooltip(self._text) if truncated else ""
+            if wanted != current:
+                self._own_tip = wanted
+                self.setToolTip(wanted)
+
+    def _fitted(self, width: int) -> tuple[list[str], bool]:
+        """(the text as drawn, whether some was cut): word-wrapped into at most ``lines`` lines,
+        the last one elided."""
+        key = (self._text, width)
+        if key == self._fit_key:
+            return self._fit, self._fit_cut
+        fm = self.fontMetrics()
+        elide = Qt.TextElideMode.ElideRight
+        out: list[str] = []
+        cut = False
+        if self._lines == 1:
+            flat = " ".join(self._text.split("\n"))
+            out = [fm.elidedText(flat, elide, width)]
+            cut = out[0] != flat
+        else:
+            layout = QTextLayout(self._text.replace("\n", "\u2028"), self.font())
+            option = QTextOption()
+            option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+            layout.setTextOption(option)
+            layout.beginLayout()
+            starts: list[int] = []
+            while len(starts) <= self._lines:
+                line = layout.createLine()
+                if not line.isValid():
+                    break
+                line.setLineWidth(width)
+                starts.append(line.textStart())
+            layout.endLayout()
+            text = self._text
+            for i, start in enumerate(starts[: self._lines]):
+                end = starts[i + 1] if i + 1 < len(starts) else len(text)
+                if i == self._lines - 1 and end < len(text):
+                    cut = True
+                    out.append(fm.elidedText(" ".join(text[start:].split()), elide, width))
+                    if not out[-1].endswith("…"):  # the rest fitted once spaces were merged: mark the cut
+                        out[-1] = fm.elidedText(out[-1] + " …", elide, width)
+                else:
+                    out.append(text[start:end].rstrip("\n "))
+        self._fit_key, self._fit, self._fit_cut = key, out, cut
+        return out, cut
 
 
 def readout_label(lines: int = 1) -> TextLine:

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMenu,
+    QScrollArea,
     QToolBar,
     QToolButton,
     QWidget,
@@ -89,6 +90,22 @@ class MessageBar(QFrame):
         return self.label.text() if self.active else ""
 
 
+# Panels whose content is a fixed form (rows of figures, headers, strips): in a small window
+# their dock scrolls instead of setting a minimum height that pushes the window off screen.
+SCROLLED_PANELS = frozenset({"counters", "cache", "request", "engine", "runs", "diff"})
+_SCROLLED_MIN_HEIGHT = 90
+
+
+def _scrolling(panel: QWidget) -> QScrollArea:
+    area = QScrollArea()
+    area.setObjectName(f"scroll_{panel.objectName()}")
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidget(panel)
+    area.setMinimumHeight(_SCROLLED_MIN_HEIGHT)
+    return area
+
+
 class MainWindow(QMainWindow):
     """Context Engine Inspector's window. ``settings`` is injectable so tests stay isolated."""
 
@@ -148,7 +165,7 @@ class MainWindow(QMainWindow):
             panel = cls(self.cursor)
             dock = QDockWidget(cls.title, self)
             dock.setObjectName(f"dock_{cls.panel_id}")
-            dock.setWidget(panel)
+            dock.setWidget(_scrolling(panel) if cls.panel_id in SCROLLED_PANELS else panel)
             dock.setFeatures(
                 QDockWidget.DockWidgetFeature.DockWidgetMovable
                 | QDockWidget.DockWidgetFeature.DockWidgetFloatable
@@ -225,7 +242,7 @@ class MainWindow(QMainWindow):
                                    ("follow", self.follow_panel, "Follow"), ("doctor", self.doctor_panel, "Engine doctor")):
             dock = QDockWidget(title, self)
             dock.setObjectName(f"dock_{key}")
-            dock.setWidget(widget)
+            dock.setWidget(_scrolling(widget) if key in SCROLLED_PANELS else widget)
             dock.setFeatures(
                 QDockWidget.DockWidgetFeature.DockWidgetMovable
                 | QDockWidget.DockWidgetFeature.DockWidgetFloatable
@@ -1086,6 +1103,8 @@ class MainWindow(QMainWindow):
         if panel is None and panel_id in self.tool_docks:
             dock = self.tool_docks[panel_id]
             panel = dock.widget()
+            if isinstance(panel, QScrollArea):
+                panel = panel.widget()
         if panel is None or dock is None:
             names = ", ".join([*self.panels, *self.tool_docks])
             self.show_message(f"No panel named {panel_id!r}; panels: {names}")

@@ -11,7 +11,7 @@ from pathlib import Path
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QScrollArea
 
 from inspector.trace import model as tm
 from inspector.trace.model import Trace
@@ -33,7 +33,8 @@ def test_window_opens_empty_with_every_panel_docked(window) -> None:
     assert set(window.panels) == {"events", "timeline", "compression", "counters", "diff", "request", "cache", "engine",
                                   "bookmarks"}
     for name, dock in window.docks.items():
-        assert dock.widget() is window.panels[name]
+        inner = dock.widget().widget() if isinstance(dock.widget(), QScrollArea) else dock.widget()
+        assert inner is window.panels[name]
     assert window.trace is None
     assert not window.act["next"].isEnabled()
 

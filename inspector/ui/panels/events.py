@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QLineEdit,
     QToolButton,
     QVBoxLayout,
@@ -26,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.trace.model import Trace
+from inspector.ui import theme
 from inspector.ui.cursor import Cursor
 from inspector.ui.event_model import QUICK_FILTERS, EventTreeModel
 from inspector.ui.painted_views import PaintedTree
@@ -62,11 +62,10 @@ class EventsPanel(Panel):
             btn.toggled.connect(self._schedule_filter)
             self.quick[name] = btn
             quick_row.addWidget(btn)
-        quick_row.addStretch(1)
-        self.count_label = QLabel()
-        self.count_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.count_label.setMinimumWidth(self.count_label.fontMetrics().horizontalAdvance("000,000 of 000,000 "))
-        quick_row.addWidget(self.count_label)
+        # elides rather than widening the dock (a small window must still fit the events column)
+        self.count_label = theme.TextLine(1, align=Qt.AlignmentFlag.AlignRight)
+        self.count_label.setMinimumWidth(self.count_label.fontMetrics().horizontalAdvance("0,000 events"))
+        quick_row.addWidget(self.count_label, 1)
 
         self.view = PaintedTree()
         self.view.setModel(self.model)
