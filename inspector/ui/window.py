@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QScrollArea,
+    QSizePolicy,
     QToolBar,
     QToolButton,
     QWidget,
@@ -96,14 +97,28 @@ SCROLLED_PANELS = frozenset({"counters", "cache", "request", "engine", "runs", "
 _SCROLLED_MIN_HEIGHT = 90
 
 
-def _scrolling(panel: QWidget) -> QScrollArea:
-    area = QScrollArea()
-    area.setObjectName(f"scroll_{panel.objectName()}")
-    area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.Shape.NoFrame)
-    area.setWidget(panel)
-    area.setMinimumHeight(_SCROLLED_MIN_HEIGHT)
-    return area
+class _ScrollingDock(QScrollArea):
+    """Scrolls its panel vertically; keeps the panel's own minimum width (columns never hide)."""
+
+    def __init__(self, panel: QWidget) -> None:
+        super().__init__()
+        self.setObjectName(f"scroll_{panel.objectName()}")
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidget(panel)
+        panel.installEventFilter(self)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        inner = self.widget().minimumSizeHint() if self.widget() is not None else QSize(0, 0)
+        return QSize(inner.width() + self.verticalScrollBar().sizeHint().width(), _SCROLLED_MIN_HEIGHT)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+            self.updateGeometry()  # the panel's minimum width changed (a comparison's columns)
+        return super().eventFilter(watched, event)
+
+
 
 
 class MainWindow(QMainWindow):
@@ -165,7 +180,7 @@ class MainWindow(QMainWindow):
             panel = cls(self.cursor)
             dock = QDockWidget(cls.title, self)
             dock.setObjectName(f"dock_{cls.panel_id}")
-            dock.setWidget(_scrolling(panel) if cls.panel_id in SCROLLED_PANELS else panel)
+            dock.setWidget(_ScrollingDock(panel) if cls.panel_id in SCROLLED_PANELS else panel)
             dock.setFeatures(
                 QDockWidget.DockWidgetFeature.DockWidgetMovable
                 | QDockWidget.DockWidgetFeature.DockWidgetFloatable
@@ -206,6 +221,9 @@ class MainWindow(QMainWindow):
         self.message_bar.closed.connect(self.clear_message)
         self.position_label = theme.TextLine(1, align=Qt.AlignmentFlag.AlignRight)
         self.position_label.setMinimumWidth(460)
+        # a readout ignores its size hint elsewhere; the status bar must reserve its width or it
+        # pushes the label past the window's edge
+        self.position_label.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
         self.statusBar().addPermanentWidget(self.position_label)
 
         self.cursor.trace_changed.connect(self._on_trace_changed)
@@ -242,7 +260,7 @@ class MainWindow(QMainWindow):
                                    ("follow", self.follow_panel, "Follow"), ("doctor", self.doctor_panel, "Engine doctor")):
             dock = QDockWidget(title, self)
             dock.setObjectName(f"dock_{key}")
-            dock.setWidget(_scrolling(widget) if key in SCROLLED_PANELS else widget)
+            dock.setWidget(_ScrollingDock(widget) if key in SCROLLED_PANELS else widget)
             dock.setFeatures(
                 QDockWidget.DockWidgetFeature.DockWidgetMovable
                 | QDockWidget.DockWidgetFeature.DockWidgetFloatable

@@ -119,6 +119,24 @@ def test_lockstep_cursor_counters_and_cache_strips(cwindow, files) -> None:
     assert view.row_at(w.cursor.index) == len(al.rows) - 1
 
 
+def test_a_comparison_fits_a_small_laptop_screen_and_keeps_the_status_readout_inside(cwindow, files) -> None:
+    w = cwindow
+    open_comparison(w, files)
+    w.resize(1024, 640)
+    w.reset_layout()
+    QApplication.processEvents()
+    hint = w.minimumSizeHint()
+    assert hint.width() <= 1024 and hint.height() <= 640, hint
+    assert w.size().width() == 1024 and w.size().height() == 640
+    label = w.position_label
+    assert label.isVisible() and label.geometry().right() <= w.statusBar().width()
+    # every run's column is still on screen in the counters (the dock scrolls vertically only)
+    counters = w.panels["counters"]
+    for (run, _name), (value, _delta) in counters.run_cells.items():
+        right = value.mapTo(counters, value.rect().topRight()).x()
+        assert right <= counters.parentWidget().width(), run
+
+
 def test_runs_panel_table_and_runs_diff(cwindow, files) -> None:
     w = cwindow
     open_comparison(w, files)

@@ -65,7 +65,7 @@ class EventsPanel(Panel):
         # elides rather than widening the dock (a small window must still fit the events column)
         self.count_label = theme.TextLine(1, align=Qt.AlignmentFlag.AlignRight)
         self.count_label.setMinimumWidth(self.count_label.fontMetrics().horizontalAdvance("0,000 events"))
-        quick_row.addWidget(self.count_label, 1)
+        quick_row.addStretch(1)
 
         self.view = PaintedTree()
         self.view.setModel(self.model)
@@ -94,7 +94,11 @@ class EventsPanel(Panel):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.setSpacing(4)
-        layout.addWidget(self.filter_edit)
+        filter_row = QHBoxLayout()  # the count beside the filter: the buttons' row alone sets the width
+        filter_row.setContentsMargins(0, 0, 0, 0)
+        filter_row.addWidget(self.filter_edit, 3)
+        filter_row.addWidget(self.count_label, 1)
+        layout.addLayout(filter_row)
         layout.addLayout(quick_row)
         layout.addWidget(self.view, 1)
         self._syncing = False
