@@ -69,9 +69,59 @@ def style_plot_item(item: pg.PlotItem, y_label: str = "") -> None:
     item.getViewBox().setDefaultPadding(0.02)
 
 
-def curve(plot: pg.PlotItem, colour: str, name: str | None = None, *, dashed: bool = False) -> pg.PlotDataItem:
-    """One series: a single PlotDataItem with a 1-px pen."""
-    pen = pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine)
+class HeaderLegend(pg.LegendItem):
+    """A legend laid out in the plot's title row: above the data, so it never hides a curve,
+    the threshold or the peaks before a compression (a legend inside the view always covers some)."""
+
+    def updateSize(self) -> None:  # noqa: N802 - pyqtgraph override
+        # The grid layout places this item; report the size instead of setting a geometry.
+        height = width = 0.0
+        for row in range(self.layout.rowCount()):
+            row_height = col_width = 0.0
+            for col in range(self.layout.columnCount()):
+                item = self.layout.itemAt(row, col)
+                if item:
+                    col_width += item.width() + 3
+                    row_height = max(row_height, item.height())
+            width = max(width, col_width)
+            height += row_height
+        self.setMinimumHeight(height)
+        self.setMaximumHeight(height)
+        self.setPreferredWidth(width)
+        self.updateGeometry()
+
+
+def legend_above(plot: pg.PlotItem, columns: int = 4) -> pg.LegendItem:
+    """The plot's legend, in a row of its own above the view box (items named on ``addItem`` join it)."""
+    legend = HeaderLegend(offset=None, labelTextColor=theme.PLOT_FG, colCount=columns, horSpacing=10, verSpacing=-6,
+                          labelTextSize="8pt")
+    plot.layout.removeItem(plot.titleLabel)
+    plot.titleLabel.hide()
+    plot.layout.addItem(legend, 0, 1)
+    plot.layout.setRowMinimumHeight(0, 0)
+    plot.layout.setRowMaximumHeight(0, 10_000)
+    legend.setParentItem(plot)
+    plot.legend = legend
+    return legend
+
+
+def integer_ticks(axis: pg.AxisItem) -> None:
+    """Whole-number ticks with no SI prefix: a request or compression count is never 0.5 or x0.001."""
+    axis.enableAutoSIPrefix(False)
+    axis.tickSpacing = _integer_spacing.__get__(axis)  # type: ignore[method-assign]
+
+
+def _integer_spacing(axis: pg.AxisItem, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:  # noqa: N803
+    levels = pg.AxisItem.tickSpacing(axis, minVal, maxVal, size)
+    whole = [(max(1.0, float(round(spacing))), offset) for spacing, offset in levels if spacing >= 1]
+    return whole or [(1.0, 0.0)]
+
+
+def curve(plot: pg.PlotItem, colour: str, name: str | None = None, *, dashed: bool = False,
+          dotted: bool = False) -> pg.PlotDataItem:
+    """One series: a single PlotDataItem with a 1-px pen (dashed: limits; dotted: estimates)."""
+    style = Qt.PenStyle.DashLine if dashed else (Qt.PenStyle.DotLine if dotted else Qt.PenStyle.SolidLine)
+    pen = pg.mkPen(colour, width=1, style=style)
     item = pg.PlotDataItem(pen=pen, name=name, connect="finite")
     item.setClipToView(True)
     item.setDownsampling(auto=True, method="peak")

@@ -90,6 +90,34 @@ def test_timeline_cursor_line_and_click_to_jump(shown, demo_trace: Trace) -> Non
     assert cursor.index == demo_trace.requests[30].event
 
 
+def test_legends_sit_above_the_data_in_order(shown, demo_trace: Trace) -> None:
+    from inspector.ui.panels.timeline import TimelinePanel
+
+    _, make = shown
+    panel = make(TimelinePanel, demo_trace, width=600, height=260)
+    QApplication.processEvents()
+    legend, view = panel.legend.sceneBoundingRect(), panel.plot.getViewBox().sceneBoundingRect()
+    assert legend.height() > 0 and legend.bottom() <= view.top() + 1, "the legend never covers a curve"
+    names = [label.text for _sample, label in panel.legend.items]
+    assert names[-2:] == ["threshold", "context length"] and names[0].startswith("tokenizer")
+
+
+def test_request_axes_tick_whole_numbers_even_for_one_request(shown) -> None:
+    from inspector.ui.panels.compression import CompressionPanel
+    from inspector.ui.panels.timeline import TimelinePanel
+    from inspector.ui.synthetic import build_trace
+
+    _, make = shown
+    one = build_trace(requests=1)
+    for cls in (TimelinePanel, CompressionPanel):
+        panel = make(cls, one, width=500, height=240)
+        axis = panel.plot.getAxis("bottom")
+        assert not axis.autoSIPrefix
+        lo, hi = panel.plot.getViewBox().viewRange()[0]
+        ticks = [v for _spacing, values in axis.tickValues(lo, hi, 400) for v in values]
+        assert ticks and all(float(v).is_integer() for v in ticks), ticks
+
+
 def test_threshold_line_steps_when_update_model_changes_it(demo_trace: Trace) -> None:
     fig = figures(demo_trace)
     assert len(set(fig.threshold.tolist())) == 2, "the synthetic trace switches model once"

@@ -60,8 +60,9 @@ class CompressionPanel(CompareAware, Panel):
         self._fig: TraceFigures | None = None
         self._by_event: dict[int, Compression] = {}
         self._summary = ""
-        self.legend = self.plot.addLegend(offset=(8, 4), labelTextColor=theme.PLOT_FG,
-                                          brush=pg.mkBrush(255, 255, 255, 220), colCount=4)
+        self.legend = plots.legend_above(self.plot, columns=4)
+        plots.integer_ticks(self.plot.getAxis("bottom"))
+        plots.integer_ticks(self.plot.getAxis("left"))  # compressions come in whole numbers
         self.run_items: list[pg.GraphicsObject] = []  # comparison overlays
         self._run_counts: list = []
         layout = QVBoxLayout(self)

@@ -35,9 +35,8 @@ class TimelinePanel(CompareAware, Panel):
         self.plot_widget = plots.make_plot_widget("prompt tokens")
         self.plot = self.plot_widget.getPlotItem()
         self.plot.setLabel("bottom", "request", color=theme.PLOT_FG)
-        self.legend = self.plot.addLegend(
-            offset=(8, 4), labelTextColor=theme.PLOT_FG, brush=pg.mkBrush(255, 255, 255, 220), colCount=3
-        )
+        self.legend = plots.legend_above(self.plot, columns=3)
+        plots.integer_ticks(self.plot.getAxis("bottom"))
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.threshold = plots.curve(self.plot, theme.THRESHOLD, "threshold", dashed=True)
         self.context = plots.curve(self.plot, theme.CONTEXT, "context length", dashed=True)
@@ -88,17 +87,18 @@ class TimelinePanel(CompareAware, Panel):
             label = _SERIES_NAMES.get(key, key)
             if key == "tiktoken" and tokenizer:
                 label = f"tokenizer ({tokenizer})"
-            item = plots.curve(self.plot, next(colours, theme.NOTE), html.escape(label), dashed=key.startswith("rough"))
+            item = plots.curve(self.plot, next(colours, theme.NOTE), html.escape(label), dotted=key.startswith("rough"))
             plots.set_xy(item, fig.x, y)
             self.curves[key] = item
         if np.isfinite(fig.recorded).any():
             item = plots.curve(self.plot, next(colours, theme.NOTE), "recorded usage")
             plots.set_xy(item, fig.x, fig.recorded)
             self.curves["recorded"] = item
-        # keep threshold/context last in the legend, after the token series
-        for item, name in ((self.threshold, "threshold"), (self.context, "context length")):
-            self.legend.removeItem(item)
-            self.legend.addItem(item, name)
+        # the token series first, then threshold and context length (a legend fills free slots,
+        # so it is rebuilt rather than edited)
+        self.legend.clear()
+        for item in [*self.curves.values(), self.threshold, self.context]:
+            self.legend.addItem(item, item.name())
         plots.set_xy(self.threshold, *step_points(fig.x, fig.threshold))
         plots.set_xy(self.context, *step_points(fig.x, fig.context_length))
         top = float(np.nanmax([np.nanmax(fig.context_length) if fig.n else 0, 1.0]))
