@@ -75,8 +75,9 @@ def print_turn_table(traces: list, names: list[str], out=None) -> None:
     tables = [{r["turn"]: r for r in per_turn_rows(t)} for t in traces]
     turns = sorted(set().union(*[set(t) for t in tables])) if tables else []
     if len(traces) == 1:
-        header = ["turn", "req", "prompt(tok)", "rough", "recorded", "threshold", "comp#", "cache rd", "cache wr",
-                  "faults", "miss reason"]
+        # per turn: the figures of its last request, cache tokens summed over its requests
+        header = ["turn", "req", "last prompt", "rough", "recorded", "threshold", "comp#", "Σ cache rd",
+                  "Σ cache wr", "faults", "first miss reason"]
         rows = []
         for turn in turns:
             r = tables[0][turn]
@@ -85,7 +86,7 @@ def print_turn_table(traces: list, names: list[str], out=None) -> None:
     else:
         header = ["turn"]
         for n in names:
-            header += [f"{n}:prompt", f"{n}:comp#", f"{n}:cache rd"]
+            header += [f"{n}:last prompt", f"{n}:comp#", f"{n}:Σ cache rd"]
         rows = []
         for turn in turns:
             row: list[Any] = [turn]
@@ -140,6 +141,11 @@ def run(args: argparse.Namespace) -> int:
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     engines = args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]
     names = unique_labels(engines)
+    saved = _load_saved(args)
+    if saved is not None:
+        if isinstance(saved, int):
+            return saved
+        return _report(args, *saved)
     try:
         session = load_session(args.session, format=args.format, session_id=args.session_id)
     except ReaderError as exc:
@@ -163,17 +169,67 @@ def run(args: argparse.Namespace) -> int:
             save_trace(trace, path)
             if not args.json:
                 print(f"trace written: {path}", file=sys.stderr)
-    if args.json:
-        from inspector.trace.summary import per_turn_rows, summarise
+    about = {"id": session.id, "format": session.source_format, "turns": len(session.turns)}
+    return _report(args, traces, names, about)
 
-        json.dump({"session": {"id": session.id, "format": session.source_format, "turns": len(session.turns)},
-                   "runs": [{"engine": n, "summary": summarise(t), "turns": per_turn_rows(t)}
+
+def _load_saved(args: argparse.Namespace) -> tuple[list, list[str], dict[str, Any]] | int | None:
+    """A saved trace or comparison, shown as recorded: (traces, labels, session); an exit code on error."""
+    from inspector.trace.io import BUNDLE_FORMAT, TraceFormatError, load_bundle, load_trace, saved_kind
+
+    kind = saved_kind(args.session)
+    if kind is None:
+        return None
+    if args.engine or args.out:
+        print(f"error: {args.session} is a saved {'comparison' if kind == BUNDLE_FORMAT else 'trace'}: it is shown "
+              "as recorded; to replay it with engines, give the session it was made from", file=sys.stderr)
+        return 2
+    try:
+        if kind == BUNDLE_FORMAT:
+            traces, meta = load_bundle(args.session)
+            labels = [str(t.meta.get("label") or f"run {i + 1}") for i, t in enumerate(traces)]
+        else:
+            traces = [load_trace(args.session)]
+            labels = [str(traces[0].meta.get("label") or "engine")]
+    except (TraceFormatError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    session = dict(traces[0].meta.get("session") or {}) if traces else {}
+    about = {"id": session.get("id"), "format": session.get("format"), "turns": session.get("turns")}
+    return traces, unique_labels(labels), about
+
+
+def _report(args: argparse.Namespace, traces: list, names: list[str], session: dict[str, Any]) -> int:
+    if args.json:
+        from inspector.trace.summary import fault_rows, per_turn_rows, summarise
+
+        json.dump({"session": session,
+                   "runs": [{"engine": n, "summary": summarise(t), "turns": per_turn_rows(t), "faults": fault_rows(t)}
                             for n, t in zip(names, traces)]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     print_turn_table(traces, names)
     print_summary(traces, names)
+    print_faults(traces, names)
     return 0
+
+
+FAULTS_SHOWN = 10
+
+
+def print_faults(traces: list, names: list[str], out=None) -> None:
+    """Each run's first faults in words (the table only counts them)."""
+    from inspector.trace.summary import fault_rows
+
+    out = out or sys.stdout
+    for name, trace in zip(names, traces):
+        total = len(trace.fault_events)
+        if not total:
+            continue
+        out.write(f"\nfaults ({name}): {total:,}" + (f", the first {FAULTS_SHOWN}" if total > FAULTS_SHOWN else "") + "\n")
+        for row in fault_rows(trace, FAULTS_SHOWN):
+            where = f"event {row['event']}" + (f", turn {row['turn']}" if row["turn"] is not None else "")
+            out.write(f"  {where}, {row['hook']}: {row['kind']}: {' '.join(row['message'].split())[:300]}\n")
 
 
 def unique_labels(names: list[str]) -> list[str]:

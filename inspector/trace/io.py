@@ -91,6 +91,7 @@ __all__ = [
     "save_bundle",
     "save_marks",
     "save_trace",
+    "saved_kind",
 ]
 
 TRACE_FORMAT = "context-inspector-trace"
@@ -1422,6 +1423,26 @@ def _verify_keys(messages: dict[str, dict[str, Any]]) -> None:
 
 
 _DECODE_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError)
+
+
+def saved_kind(path: str | os.PathLike[str]) -> str | None:
+    """``TRACE_FORMAT`` or ``BUNDLE_FORMAT`` when ``path`` is a file this module wrote, else None.
+
+    Reads only the head of the file (decompressed when gzipped): the format name is written first.
+    """
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(4096)
+        if raw[:2] == _GZIP_MAGIC:
+            with gzip.open(path, "rb") as gz:
+                raw = gz.read(4096)
+    except (OSError, EOFError):
+        return None
+    text = raw.decode("utf-8", "ignore")
+    for name in (TRACE_FORMAT, BUNDLE_FORMAT):
+        if f'"{name}"' in text:
+            return name
+    return None
 
 
 def load_trace(path: str | os.PathLike[str], *, verify: bool = False) -> Trace:

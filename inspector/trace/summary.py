@@ -75,6 +75,16 @@ def per_turn_rows(trace: Trace) -> list[dict[str, Any]]:
     return [rows[k] for k in sorted(rows)]
 
 
+def fault_rows(trace: Trace, limit: int | None = None) -> list[dict[str, Any]]:
+    """What went wrong, where: one row per fault (event, turn, hook, kind, message), in order."""
+    rows = []
+    for k in trace.fault_events[:limit]:
+        ev = trace.events[k]
+        assert ev.fault is not None
+        rows.append({"event": k, "turn": ev.turn, "hook": ev.kind, "kind": ev.fault.kind, "message": ev.fault.message})
+    return rows
+
+
 def _whole_micros(seconds: Any) -> int:
     try:
         return round(seconds * 1_000_000)

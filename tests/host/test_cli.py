@@ -25,7 +25,7 @@ def test_replay_prints_a_turn_table_and_summary(tmp_path, capsys):
     assert main(["replay", str(src), "--engine", "compressor", "--quiet"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split()[:3] == ["turn", "req", "prompt(tok)"]
+    assert lines[0].split()[:4] == ["turn", "req", "last", "prompt"]
     assert sum(1 for line in lines if line.strip().split(" ")[0].isdigit()) == 4
     assert "compressions committed" in out and "cache hit rate" in out
 
@@ -37,7 +37,7 @@ def test_replay_side_by_side_and_saved_traces(tmp_path, capsys):
                  "--set", "compression.threshold=0.8", "--out", str(out_path), "--quiet"])
     assert code == 0
     header = capsys.readouterr().out.splitlines()[0]
-    assert "compressor:prompt" in header and "compressor#2:prompt" in header
+    assert "compressor:last prompt" in header and "compressor#2:last prompt" in header
     for name in ("compressor", "compressor#2"):
         trace = load_trace(tmp_path / f"run.{name}.json.gz")
         assert len(trace.requests) == 8
@@ -62,3 +62,47 @@ def test_errors_are_one_line_and_exit_2(tmp_path, capsys):
     assert main(["replay", str(src), "--engine", "no_such_engine", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "no_such_engine" in err and "compressor" in err
+
+
+def test_a_saved_trace_and_a_saved_comparison_are_shown_as_recorded(tmp_path, capsys):
+    src = write_session(tmp_path / "s.json")
+    saved = tmp_path / "run.json.gz"
+    assert main(["replay", str(src), "--engine", "compressor", "--out", str(saved), "--quiet"]) == 0
+    live = capsys.readouterr().out
+    assert main(["replay", str(saved)]) == 0
+    assert capsys.readouterr().out == live  # the same table and summary, without replaying
+    assert main(["replay", str(saved), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["summary"]["requests"] == 8
+    assert main(["replay", str(saved), "--engine", "compressor"]) == 2
+    assert "saved trace" in capsys.readouterr().err
+    bundle = tmp_path / "cmp.json.gz"
+    assert main(["compare", str(src), "--engine", "compressor", "--engine", "compressor",
+                 "--out", str(bundle), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(bundle)]) == 0
+    assert "compressor #2:last prompt" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_faults_are_listed_in_words(tmp_path, capsys):
+    from inspector.engines.contract import ContextEngine
+    from inspector.host.cli import print_faults
+    from inspector.host.replay import replay
+
+    from .conftest import coding_session
+
+    class Exploding(ContextEngine):
+        name = "exploding"
+
+        def update_from_response(self, usage):
+            pass
+
+        def should_compress(self, prompt_tokens=None):
+            raise RuntimeError("should_compress exploded at the seams")
+
+        def compress(self, messages, current_tokens=None, **kw):
+            return messages
+
+    trace = replay(coding_session(3), Exploding(), {"model": {"context_length": 128000}})
+    print_faults([trace], ["exploding"])
+    out = capsys.readouterr().out
+    assert "faults (exploding):" in out and "should_compress exploded at the seams" in out
