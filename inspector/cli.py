@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
         parser = argparse.ArgumentParser(prog=f"context-inspector {name}", description=module.HELP)
         module.add_arguments(parser)
         args = parser.parse_args(argv)
+        from inspector.host.guard import wake_main_thread_on_timeout
+
+        wake_main_thread_on_timeout()  # headless: hooks run on this thread
         try:
             return int(module.run(args) or 0)
         except KeyboardInterrupt:

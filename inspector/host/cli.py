@@ -226,10 +226,17 @@ def print_faults(traces: list, names: list[str], out=None) -> None:
         total = len(trace.fault_events)
         if not total:
             continue
-        out.write(f"\nfaults ({name}): {total:,}" + (f", the first {FAULTS_SHOWN}" if total > FAULTS_SHOWN else "") + "\n")
-        for row in fault_rows(trace, FAULTS_SHOWN):
-            where = f"event {row['event']}" + (f", turn {row['turn']}" if row["turn"] is not None else "")
-            out.write(f"  {where}, {row['hook']}: {row['kind']}: {' '.join(row['message'].split())[:300]}\n")
+        groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        for row in fault_rows(trace):  # the same fault at every request is listed once, with its count
+            groups.setdefault((row["hook"], row["kind"], row["message"]), []).append(row)
+        shown = list(groups.items())[:FAULTS_SHOWN]
+        more = f", {len(groups) - len(shown)} more kinds in the trace" if len(groups) > len(shown) else ""
+        out.write(f"\nfaults ({name}): {total:,}{more}\n")
+        for (hook, kind, message), rows in shown:
+            first = rows[0]
+            where = f"event {first['event']}" + (f", turn {first['turn']}" if first["turn"] is not None else "")
+            times = f" (×{len(rows):,}, last at event {rows[-1]['event']})" if len(rows) > 1 else ""
+            out.write(f"  {where}, {hook}: {kind}: {' '.join(message.split())[:300]}{times}\n")
 
 
 def unique_labels(names: list[str]) -> list[str]:

@@ -3,8 +3,10 @@
 Hermes runs ``compress`` on a pooled daemon thread with a timeout and discards a late result;
 every other hook runs inline. The inspector does the same, and adds a watchdog for inline hooks
 so an engine stuck in a Python loop is interrupted (recorded as a timeout fault) instead of
-freezing a replay. A hook blocked inside one C call cannot be interrupted by anything in
-Python; the replay runs on a worker thread, so the window stays responsive and Cancel abandons it.
+freezing a replay. A hook blocked inside a system call (a sleep, a socket read, a lock) only
+sees the interrupt when the call returns; on the main thread (the headless commands) the
+watchdog also sends it a signal, which ends the wait. On a worker thread (the window) nothing
+in Python can end it; the window stays responsive and Cancel abandons the replay.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextvars
 import ctypes
 import itertools
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -93,6 +96,8 @@ class Watchdog:
                             del self._fired[tid]  # disarmed meanwhile: stand down
                             continue
                         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(HookTimeout))
+                        if tid == _WAKE["thread"]:
+                            signal.pthread_kill(tid, _WAKE_SIGNAL)  # ends a blocking system call
         finally:
             with self._lock:
                 self._thread = None
@@ -120,6 +125,31 @@ class Watchdog:
 
 _WATCHDOG = Watchdog()
 
+# The signal that wakes the main thread from a blocking call; its handler does nothing: once
+# Python code runs again, the pending HookTimeout is raised.
+_WAKE_SIGNAL = getattr(signal, "SIGUSR2", None)
+_WAKE: dict[str, int | None] = {"thread": None}
+
+
+def wake_main_thread_on_timeout() -> bool:
+    """Let the watchdog end a main-thread hook stuck in a system call (call from the main thread).
+
+    Only where the platform has ``pthread_kill`` and nobody else handles the signal. True when on.
+    """
+    if _WAKE_SIGNAL is None or not hasattr(signal, "pthread_kill"):
+        return False
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if signal.getsignal(_WAKE_SIGNAL) not in (signal.SIG_DFL, _ignore_wake):
+        return False
+    signal.signal(_WAKE_SIGNAL, _ignore_wake)
+    _WAKE["thread"] = threading.get_ident()
+    return True
+
+
+def _ignore_wake(signum: int, frame: Any) -> None:
+    """Interrupting the system call was the point; the watchdog's HookTimeout follows."""
+
 
 def call_inline(fn: Callable[..., Any], *args: Any, timeout: float | None = None, **kwargs: Any) -> CallOutcome:
     """Call a hook on this thread; exceptions and overruns become faults, never propagate."""
@@ -133,22 +163,29 @@ def call_inline(fn: Callable[..., Any], *args: Any, timeout: float | None = None
         finally:
             fired = _WATCHDOG.disarm() if armed else False
         if fired:
-            return CallOutcome(
-                fault=Fault("timeout", f"hook ran past {timeout:g} s and was interrupted; result discarded"),
-                duration=time.perf_counter() - start,
-                thread=threading.current_thread().name,
-            )
+            took = time.perf_counter() - start
+            return CallOutcome(fault=Fault("timeout", _overrun(timeout, took) + "; result discarded"),
+                               duration=took, thread=threading.current_thread().name)
         return CallOutcome(value=value, duration=time.perf_counter() - start)  # inline: the caller's thread
     except HookTimeout:
         if armed:
             _WATCHDOG.disarm()  # the interrupt landed before the finally clause could disarm
-        return CallOutcome(
-            fault=Fault("timeout", f"hook ran past {timeout:g} s and was interrupted"),
-            duration=time.perf_counter() - start,
-            thread=threading.current_thread().name,
-        )
+        took = time.perf_counter() - start
+        return CallOutcome(fault=Fault("timeout", _overrun(timeout, took)), duration=took,
+                           thread=threading.current_thread().name)
     except Exception as exc:  # engine code: anything can happen
         return CallOutcome(fault=exception_fault(exc), duration=time.perf_counter() - start, thread=threading.current_thread().name)
+
+
+def _overrun(timeout: float | None, took: float) -> str:
+    """The timeout fault's message, honest about a hook that could not be stopped in time."""
+    if timeout and took > timeout + _LATE_GRACE:
+        return (f"hook ran past {timeout:g} s; it was blocked in a call the watchdog cannot interrupt "
+                f"and only returned after {took:.1f} s")
+    return f"hook ran past {timeout:g} s and was interrupted"
+
+
+_LATE_GRACE = 1.0  # the watchdog polls every 50 ms; well past that, the interrupt did not land
 
 
 class DaemonPool:

@@ -104,8 +104,14 @@ HOST_DIFFERENCES = [
     "no fallback streak (inspector.offline_fallback_counts: true restores Hermes' strict rule).",
     "During a replay, the built-in compressor's failure-cooldown clock follows the transcript's timestamps "
     "(30 s per request without them); plugin engines see the wall clock.",
-    "Inline hooks run under a watchdog (inspector.hook_timeout_seconds); Hermes has no such timeout.",
+    "Inline hooks run under a watchdog (inspector.hook_timeout_seconds); Hermes has no such timeout. A hook "
+    "that times out twice is not called again in the run (treated as timed out).",
 ]
+
+
+# An inline hook that ran past its timeout this many times is not called again in the run: a
+# hook stuck for good would otherwise cost the timeout at every request.
+HOOK_TIMEOUTS_BEFORE_SKIP = 2
 
 
 def _clone(value: Any) -> Any:
@@ -316,6 +322,7 @@ class Host:
         self._t0 = time.perf_counter()
         self._status_prev: dict[str, Any] | None = None
         self._status_failed = False
+        self._timeouts: dict[str, int] = {}  # inline hook kind -> timeouts so far (see HOOK_TIMEOUTS_BEFORE_SKIP)
         self.trace.meta.setdefault("message_keys", KEY_SCHEME)
         self._status_from_state = getattr(type(engine), "get_status", None) is ContextEngine.get_status
         self._status_raw: tuple[Any, ...] | None = None
@@ -419,8 +426,14 @@ class Host:
         t = time.perf_counter() - self._t0
         if on_pool:
             outcome = call_on_pool(lambda: fn(*args, **kwargs), timeout)
+        elif self._timeouts and self._timeouts.get(kind, 0) >= HOOK_TIMEOUTS_BEFORE_SKIP:
+            outcome = CallOutcome(fault=Fault("timeout", f"not called: {kind} already ran past its timeout "
+                                              f"{HOOK_TIMEOUTS_BEFORE_SKIP} times; treated as timed out from here "
+                                              "(Hermes, which has no timeout, would hang)"))
         else:
             outcome = call_inline(fn, *args, timeout=self.settings.hook_timeout if timeout is None else timeout, **kwargs)
+            if outcome.fault is not None and outcome.fault.kind == "timeout":
+                self._timeouts[kind] = self._timeouts.get(kind, 0) + 1
         event = Event(
             index=0,
             kind=kind,

@@ -145,6 +145,57 @@ def test_a_hanging_hook_is_interrupted(config, nocache):
     assert len(trace.requests) == 2
 
 
+def test_a_hook_that_keeps_timing_out_is_not_called_again(config, nocache):
+    from inspector.host.host import HOOK_TIMEOUTS_BEFORE_SKIP
+
+    config["inspector"]["hook_timeout_seconds"] = 0.2
+    calls = []
+
+    class Spins(CountingEngine):
+        def should_compress(self, prompt_tokens=None):
+            calls.append(prompt_tokens)
+            while True:
+                pass
+
+    trace = replay(coding_session(4), Spins(), config, simulator=nocache)
+    assert len(calls) == HOOK_TIMEOUTS_BEFORE_SKIP
+    should = [e for e in trace.events if e.kind == "should_compress"]
+    assert len(should) > HOOK_TIMEOUTS_BEFORE_SKIP and all(e.fault.kind == "timeout" for e in should)
+    assert "not called" in should[-1].fault.message
+    assert len(trace.requests) == 8  # the replay went on
+
+
+def test_a_main_thread_hook_blocked_in_a_system_call_is_woken(config, nocache):
+    import threading
+
+    import pytest
+
+    from inspector.host.guard import wake_main_thread_on_timeout
+
+    if threading.current_thread() is not threading.main_thread() or not wake_main_thread_on_timeout():
+        pytest.skip("needs the main thread and pthread_kill")
+    config["inspector"]["hook_timeout_seconds"] = 0.3
+
+    class Sleeps(CountingEngine):
+        def should_compress(self, prompt_tokens=None):
+            time.sleep(30)  # one C call: only a signal ends it
+            return False
+
+    start = time.monotonic()
+    trace = replay(coding_session(1), Sleeps(), config, simulator=nocache)
+    assert time.monotonic() - start < 10
+    faults = [trace.events[i].fault for i in trace.fault_events]
+    assert faults and all(f.kind == "timeout" and "was interrupted" in f.message for f in faults)
+
+
+def test_a_timeout_that_could_not_interrupt_says_so():
+    from inspector.host.guard import _overrun
+
+    assert "interrupted" in _overrun(2, 2.05)
+    late = _overrun(2, 20.0)
+    assert "cannot interrupt" in late and "20.0 s" in late
+
+
 def test_small_context_length_stops_like_hermes(config, nocache):
     config["model"]["context_length"] = 32000
     trace = replay(coding_session(2), CountingEngine(), config, simulator=nocache)
