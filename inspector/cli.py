@@ -37,6 +37,14 @@ def _gui_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _is_user_error(exc: BaseException) -> bool:
+    """A setting that names a tokenizer or cache profile this machine does not have: said in one line."""
+    from inspector.cache.rules import RulesError
+    from inspector.tokens.encodings import TokenizerUnavailable
+
+    return isinstance(exc, (RulesError, TokenizerUnavailable))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in COMMANDS:
@@ -53,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             return 130
+        except Exception as exc:
+            if not _is_user_error(exc):
+                raise
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     args = _gui_parser().parse_args(argv)
     from inspector.ui.app import run_gui
 

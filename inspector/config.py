@@ -79,7 +79,23 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     merged = deep_merge(DEFAULTS, data)
     if overrides:
         merged = deep_merge(merged, overrides)
+    if isinstance(merged.get("model"), str):  # Hermes also takes ``model: <name>``
+        merged["model"] = deep_merge(DEFAULTS["model"], {"default": merged["model"]})
+    from inspector.config_check import ConfigProblem, check_config
+
+    try:
+        check_config(merged)
+    except ConfigProblem as exc:
+        where = f"{path}: " if path is not None else ""
+        raise ConfigError(f"{where}{exc}") from None
     return merged
+
+
+def config_warnings(config: dict[str, Any]) -> list[str]:
+    """Values Hermes would ignore and near-miss key names (the config loaded, so nothing fatal)."""
+    from inspector.config_check import check_config
+
+    return check_config(config)
 
 
 def cfg_get(config: dict[str, Any], dotted: str, default: Any = None) -> Any:
@@ -99,9 +115,14 @@ def parse_set_option(values: list[str]) -> dict[str, Any]:
         if "=" not in item:
             raise ConfigError(f"--set expects key=value, got {item!r}")
         key, _, raw = item.partition("=")
-        value = yaml.safe_load(raw) if raw else ""
-        node = out
         parts = key.strip().split(".")
+        if not all(p.strip() for p in parts):
+            raise ConfigError(f"--set {item!r}: the key is empty or has an empty part")
+        try:
+            value = yaml.safe_load(raw) if raw else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {item!r}: the value is not valid YAML ({' '.join(str(exc).split())})") from None
+        node = out
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = value

@@ -50,7 +50,7 @@ def turn_line(trace: Any, turn: int) -> str:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from inspector.config import ConfigError, load_config
+    from inspector.config import ConfigError, config_warnings, load_config
     from inspector.engines.discovery import EngineLoadError, load_engine
     from inspector.live.follow import Follower
 
@@ -60,6 +60,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    for warning in config_warnings(config):
+        print(f"warning: config {warning}", file=sys.stderr)
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     try:
         loaded = load_engine(args.engine, config, plugin_dirs=plugin_dirs)

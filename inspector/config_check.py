@@ -1,0 +1,114 @@
+"""What is wrong with a config, in words, before anything runs on it.
+
+Hermes reads its own keys leniently: a threshold that is not a number falls back to its default,
+an unknown key is ignored. The replay does the same (that is what the real agent would do), but
+a user who typed ``thresold`` or ``threshold: "0,6"`` must be told which value is really used.
+So Hermes' keys give warnings; the ``inspector:`` section, which is ours, and sections that are
+not mappings at all (nothing can be read from them) are errors.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from typing import Any
+
+# Sections that must be mappings when present.
+SECTIONS = ("model", "context", "compression", "auxiliary", "auxiliary.compression", "prompt_caching", "plugins",
+            "inspector", "inspector.live")
+
+# key -> (kind, low, high, fallback Hermes uses); kind: "num", "int", "bool", "str"
+HERMES_KEYS: dict[str, tuple[str, float | None, float | None, Any]] = {
+    "model.context_length": ("int", 1, None, "the model's known window"),
+    "compression.enabled": ("bool", None, None, True),
+    "compression.threshold": ("num", 0.0, 1.0, 0.50),
+    "compression.target_ratio": ("num", 0.0, 1.0, 0.20),
+    "compression.protect_last_n": ("int", 0, None, 20),
+    "compression.protect_first_n": ("int", 0, None, 3),
+    "compression.context_timeout_seconds": ("num", 0, None, 120),
+    "compression.max_attempts": ("int", 1, 10, 3),
+    "auxiliary.compression.timeout": ("num", 0, None, 120),
+}
+INSPECTOR_KEYS: dict[str, tuple[str, float | None, float | None]] = {
+    "inspector.hook_timeout_seconds": ("num", 0, None),
+    "inspector.tokenizer": ("str", None, None),
+    "inspector.cache_profile": ("str", None, None),
+    "inspector.live.timeout": ("num", 0, None),
+}
+# Known keys per section, for "did you mean" on typos (Hermes has more; only near misses are flagged).
+KNOWN = {
+    "model": ("default", "provider", "base_url", "context_length", "max_tokens", "api_key", "api_mode"),
+    "compression": ("enabled", "threshold", "target_ratio", "protect_last_n", "protect_first_n",
+                    "abort_on_summary_failure", "in_place", "model_thresholds", "threshold_tokens",
+                    "context_timeout_seconds", "context_total_ceiling_seconds", "max_attempts"),
+    "prompt_caching": ("cache_ttl",),
+    "inspector": ("tokenizer", "cache_profile", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines",
+                  "offline_fallback_counts", "aux_offline_stand_in"),
+}
+CACHE_TTLS = ("5m", "1h")
+
+
+class ConfigProblem(ValueError):
+    """A config value nothing can run with."""
+
+
+def _get(config: dict[str, Any], dotted: str) -> tuple[bool, Any]:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _bad(kind: str, value: Any, low: float | None, high: float | None) -> str | None:
+    """Why ``value`` is not a valid ``kind`` in [low, high]; None when it is."""
+    if value is None:
+        return None
+    if kind == "bool":
+        return None if isinstance(value, bool) else "expected true or false"
+    if kind == "str":
+        return None if isinstance(value, str) and value.strip() else "expected a name"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind == "num" and not math.isfinite(value)):
+        return "expected a whole number" if kind == "int" else "expected a number"
+    if kind == "int" and not float(value).is_integer():
+        return "expected a whole number"
+    if low is not None and value < low or high is not None and value > high:
+        return f"expected a value between {low:g} and {high:g}" if high is not None else f"expected at least {low:g}"
+    return None
+
+
+def check_config(config: dict[str, Any]) -> list[str]:
+    """Warnings about ``config``; raises :class:`ConfigProblem` for what no run can use."""
+    for dotted in SECTIONS:
+        present, value = _get(config, dotted)
+        if present and not isinstance(value, dict):
+            raise ConfigProblem(f"{dotted}: expected a mapping of settings, got {type(value).__name__} {value!r}")
+    for dotted, (kind, low, high) in INSPECTOR_KEYS.items():
+        present, value = _get(config, dotted)
+        why = _bad(kind, value, low, high) if present else None
+        if why:
+            raise ConfigProblem(f"{dotted}: {why}, got {value!r}")
+    warnings = []
+    for dotted, (kind, low, high, fallback) in HERMES_KEYS.items():
+        present, value = _get(config, dotted)
+        why = _bad(kind, value, low, high) if present else None
+        if why:
+            warnings.append(f"{dotted}: {why}, got {value!r}; Hermes ignores it and uses {fallback}")
+    present, ttl = _get(config, "prompt_caching.cache_ttl")
+    if present and ttl not in CACHE_TTLS:
+        warnings.append(f"prompt_caching.cache_ttl: {ttl!r} is not one of {', '.join(CACHE_TTLS)}; "
+                        "the cache profile's default TTL is used")
+    for section, known in KNOWN.items():
+        present, value = _get(config, section)
+        if not present or not isinstance(value, dict):
+            continue
+        for key in value:
+            if key in known or not isinstance(key, str):
+                continue
+            near = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+            if near:
+                warnings.append(f"{section}.{key}: unknown key (did you mean {section}.{near[0]}?); it is ignored")
+            elif section == "inspector":
+                warnings.append(f"{section}.{key}: unknown key; it is ignored")
+    return warnings

@@ -1,0 +1,49 @@
+"""Config problems are named before anything runs: errors for what nothing can use, warnings for
+what Hermes would silently ignore, and a near-miss key name is pointed out."""
+
+from __future__ import annotations
+
+import pytest
+
+from inspector.config import ConfigError, config_warnings, load_config, parse_set_option
+
+
+def test_a_section_that_is_not_a_mapping_is_an_error_naming_it():
+    with pytest.raises(ConfigError, match="compression: expected a mapping"):
+        load_config(None, {"compression": 5})
+
+
+def test_our_own_settings_must_have_the_right_type():
+    with pytest.raises(ConfigError, match="inspector.hook_timeout_seconds: expected a number, got 'soon'"):
+        load_config(None, {"inspector": {"hook_timeout_seconds": "soon"}})
+
+
+def test_values_hermes_ignores_are_warned_about_with_the_value_used():
+    config = load_config(None, {"compression": {"threshold": "abc", "max_attempts": 0},
+                                "model": {"context_length": -5}, "prompt_caching": {"cache_ttl": "forever"}})
+    warnings = "\n".join(config_warnings(config))
+    assert "compression.threshold: expected a number, got 'abc'; Hermes ignores it and uses 0.5" in warnings
+    assert "compression.max_attempts" in warnings and "model.context_length" in warnings
+    assert "cache_ttl: 'forever'" in warnings
+
+
+def test_a_near_miss_key_is_pointed_out_and_a_valid_config_is_quiet():
+    config = load_config(None, {"compression": {"thresold": 0.6}, "inspector": {"hook_timout_seconds": 5}})
+    warnings = config_warnings(config)
+    assert any("compression.thresold" in w and "compression.threshold" in w for w in warnings)
+    assert any("inspector.hook_timout_seconds" in w for w in warnings)
+    assert config_warnings(load_config(None)) == []
+    # Hermes keys we do not model (and are no near miss) load silently: a real config loads unchanged
+    assert config_warnings(load_config(None, {"compression": {"micro_compact": True}, "memory": {"x": 1}})) == []
+
+
+def test_the_model_may_be_given_as_a_name_alone():
+    config = load_config(None, parse_set_option(["model=gpt-5"]))
+    assert config["model"]["default"] == "gpt-5" and config["model"]["context_length"] == 128000
+
+
+def test_set_rejects_an_empty_key_and_unreadable_yaml():
+    with pytest.raises(ConfigError, match="empty"):
+        parse_set_option(["=5"])
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        parse_set_option(["compression.threshold=[1,2"])
