@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 
 COMMANDS: dict[str, str] = {
@@ -37,6 +39,17 @@ def _gui_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _exit_cleanly_on_sigterm() -> None:
+    """SIGTERM unwinds like Ctrl-C, so every ``finally`` runs (the sandbox HERMES_HOME, which may
+    hold a copy of the user's config, is deleted rather than left in the temp folder)."""
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _is_user_error(exc: BaseException) -> bool:
     """A setting that names a tokenizer or cache profile this machine does not have: said in one line."""
     from inspector.cache.rules import RulesError
@@ -56,11 +69,15 @@ def main(argv: list[str] | None = None) -> int:
         from inspector.host.guard import wake_main_thread_on_timeout
 
         wake_main_thread_on_timeout()  # headless: hooks run on this thread
+        _exit_cleanly_on_sigterm()
         try:
             return int(module.run(args) or 0)
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             return 130
+        except BrokenPipeError:  # `... --json | head`: the reader left; say nothing more
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
         except Exception as exc:
             if not _is_user_error(exc):
                 raise

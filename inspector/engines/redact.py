@@ -22,7 +22,7 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
         r"\1\2[REDACTED]\2",
     ),
 ]
-_URL_CREDENTIALS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://)([^/\s:@]+):([^/\s@]+)@")
+URL_CREDENTIALS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://)([^/\s:@]+):([^/\s@]+)@")
 
 # Hermes honours ``security.redact_secrets: false`` unless force=True; the inspector keeps
 # redaction on by default and lets the host switch it off from config.
@@ -45,5 +45,5 @@ def redact_sensitive_text(
     for pattern, replacement in _PATTERNS:
         out = pattern.sub(replacement, out)
     if redact_url_credentials:
-        out = _URL_CREDENTIALS.sub(r"\1[REDACTED]@", out)
+        out = URL_CREDENTIALS.sub(r"\1[REDACTED]@", out)
     return out

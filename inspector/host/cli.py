@@ -148,6 +148,10 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(saved, int):
             return saved
         return _report(args, *saved)
+    problem = _unwritable(args.out) if args.out else None
+    if problem:  # said before the replay, not after its work is done
+        print(f"error: --out {args.out}: {problem}", file=sys.stderr)
+        return 2
     try:
         session = load_session(args.session, format=args.format, session_id=args.session_id)
     except ReaderError as exc:
@@ -168,7 +172,11 @@ def run(args: argparse.Namespace) -> int:
 
         for name, trace in zip(names, traces):
             path = args.out if len(traces) == 1 else _per_engine_path(args.out, name)
-            save_trace(trace, path)
+            try:
+                save_trace(trace, path)
+            except OSError as exc:
+                print(f"error: {path}: cannot write the trace: {exc.strerror or exc}", file=sys.stderr)
+                return 2
             if not args.json:
                 print(f"trace written: {path}", file=sys.stderr)
     about = {"id": session.id, "format": session.source_format, "turns": len(session.turns)}
@@ -239,6 +247,21 @@ def print_faults(traces: list, names: list[str], out=None) -> None:
             where = f"event {first['event']}" + (f", turn {first['turn']}" if first["turn"] is not None else "")
             times = f" (×{len(rows):,}, last at event {rows[-1]['event']})" if len(rows) > 1 else ""
             out.write(f"  {where}, {hook}: {kind}: {' '.join(message.split())[:300]}{times}\n")
+
+
+def _unwritable(path: str) -> str | None:
+    """Why a file cannot be written at ``path`` (None when it can, as far as can be told now)."""
+    import os
+
+    target = os.path.abspath(path)
+    if os.path.isdir(target):
+        return "is a directory; give a file name (.json or .json.gz)"
+    parent = os.path.dirname(target)
+    if not os.path.isdir(parent):
+        return f"the folder {parent} does not exist"
+    if not os.access(parent, os.W_OK):
+        return f"the folder {parent} is not writable"
+    return None
 
 
 def unique_labels(names: list[str]) -> list[str]:

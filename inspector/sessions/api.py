@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from inspector.sessions.detect import FORMATS, detect_format, detect_source, resolve_format
 from inspector.sessions.model import ReaderError, Session
@@ -65,10 +66,22 @@ def load_session(path_or_spec: str | os.PathLike[str], *, format: str | None = N
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
         # The content does not have the shape this format promises (wrong --format, or damage).
         raise ReaderError(f"not a valid {fmt} file ({type(exc).__name__}: {exc})", path=path) from None
+    if format is not None and not session.messages:
+        # A forced format that reads nothing is a wrong --format, not an empty session.
+        detected = _detected_or_none(source)
+        hint = f"; the content looks like {detected}" if detected and detected != fmt else ""
+        raise ReaderError(f"no {fmt} messages found with --format {format}{hint}", path=path)
     if session_id is not None and fmt not in ("hermes-export", "trajectory", "openai-conversations") and session_id != session.id:
         raise ReaderError(f"this {fmt} file holds one session ({session.id!r}), not {session_id!r}", path=path)
     session.meta.setdefault("format", fmt)
     return session
+
+
+def _detected_or_none(source: Any) -> str | None:
+    try:
+        return detect_source(source)
+    except ReaderError:
+        return None
 
 
 def list_sessions(path: str | os.PathLike[str], *, format: str | None = None) -> list[SessionSummary]:

@@ -106,3 +106,21 @@ def test_faults_are_listed_in_words(tmp_path, capsys):
     print_faults([trace], ["exploding"])
     out = capsys.readouterr().out
     assert "faults (exploding):" in out and "should_compress exploded at the seams" in out
+
+
+def test_an_unwritable_out_path_is_refused_before_the_replay(tmp_path, capsys):
+    src = write_session(tmp_path / "s.json")
+    assert main(["replay", str(src), "--out", str(tmp_path / "missing" / "t.json"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "Traceback" not in err
+    assert main(["replay", str(src), "--out", str(tmp_path), "--quiet"]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_a_trace_records_the_config_without_credentials():
+    from inspector.host.replay import public_config
+
+    shown = public_config({"model": {"api_key": "sk-1", "max_tokens": 5, "base_url": "https://user:pw@proxy/v1"},
+                           "auxiliary": {"compression": {"api_key_env": "AUX_KEY", "token": "t", "threshold_tokens": 3}}})
+    assert shown == {"model": {"max_tokens": 5, "base_url": "https://[REDACTED]@proxy/v1"},
+                     "auxiliary": {"compression": {"api_key_env": "AUX_KEY", "threshold_tokens": 3}}}

@@ -80,3 +80,12 @@ def test_legacy_rollout_without_payload_wrapper(tmp_path: Path):
     assert [m["content"] for m in s.messages] == ["be helpful", "hi", "hello"]
     assert len(s.api_calls) == 1 and s.api_calls[0].usage is None
     assert [s.messages[t.user_index]["content"] for t in s.turns] == ["hi"]
+
+
+def test_a_line_that_is_not_json_is_reported_not_dropped_silently(tmp_path: Path):
+    path = _rollout(tmp_path)
+    lines = path.read_text().splitlines()
+    lines.insert(3, lines[3][:40])  # a torn line, as a crashed writer leaves it
+    path.write_text("\n".join(lines) + "\n")
+    s = load_session(str(path))
+    assert any(w.startswith("line 4: skipped, not valid JSON") for w in s.warnings)

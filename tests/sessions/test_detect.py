@@ -62,3 +62,17 @@ def test_format_names_and_aliases():
     assert resolve_format("codex") == "codex"
     with pytest.raises(ReaderError, match="choose one of"):
         resolve_format("word-doc")
+
+
+def test_a_forced_format_that_reads_nothing_is_an_error_naming_the_likely_one(tmp_path):
+    import json
+
+    import pytest
+
+    from inspector.sessions import ReaderError, load_session
+
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(json.dumps(m) for m in [{"role": "user", "content": "hi"},
+                                                       {"role": "assistant", "content": "hello"}]) + "\n")
+    with pytest.raises(ReaderError, match="no codex messages found with --format codex; the content looks like openai"):
+        load_session(str(path), format="codex")

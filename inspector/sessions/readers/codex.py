@@ -59,7 +59,6 @@ class _Builder:
     def __init__(self, source: Source):
         self.source = source
         self.s = Session(id="", source_format="codex", source_path=source.path)
-        self.s.warnings.extend(source.warnings)
         self.pending: int | None = None  # assistant message of the call in progress
         self.last_total: Any = None
         self.model: str | None = None
@@ -297,6 +296,7 @@ def read(source: Source, session_id: str | None = None) -> Session:
             b.skipped[str(kind)] = b.skipped.get(str(kind), 0) + 1
     if not seen_any:
         raise source.error("no Codex rollout records (lines of {timestamp, type, payload})")
+    b.s.warnings[:0] = source.warnings  # the lines that did not parse (collected while iterating)
     if not b.s.id:
         b.s.id = Path(source.path).name.split(".")[0]
     return b.finish()
