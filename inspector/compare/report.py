@@ -264,7 +264,7 @@ def _section_table(comparison: Comparison) -> str:
         body.append(f'<tr><td>{_e(r.label)} <span class="muted">({better})</span></td>{"".join(cells)}</tr>')
     return ('<h2>Summary</h2><table id="summary"><thead><tr><th>whole session</th>' + head
             + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>"
-            '<p class="muted">&#9733; best value in the row (ties all marked); deltas are to the first run.</p>')
+            '<p class="muted">&#9733; best value in the row among the runs with the fewest faults (ties all marked); deltas are to the first run.</p>')
 
 
 def _section_plots(comparison: Comparison) -> str:

@@ -91,7 +91,7 @@ class SummaryTable:
         widths = [max(len(row[c]) for row in [header, *body]) for c in range(len(header))]
         lines = ["  ".join(cell.ljust(widths[c]) if c == 0 else cell.rjust(widths[c])
                            for c, cell in enumerate(row)).rstrip() for row in [header, *body]]
-        lines.append(f"({mark} best value in the row; ties all marked)")
+        lines.append(f"({mark} best value in the row among the runs with the fewest faults; ties all marked)")
         return "\n".join(lines) + "\n"
 
 
@@ -207,10 +207,15 @@ def summary_table(comparison: Comparison) -> SummaryTable:
     summaries: list[dict[str, Any] | None] = []
     for run in comparison.runs:
         summaries.append(run_summary(run.trace, run.config) if run.trace is not None else None)
+    # A run with more faults than the others is not "best" at anything else: an engine that raises
+    # in every compress "compresses least" and keeps the best cache because it never changes a thing.
+    faults = [s.get("faults") if s is not None else None for s in summaries]
+    fewest = min((f for f in faults if _is_number(f)), default=None)
     rows = []
     for key, label, better in SUMMARY_ROWS:
         values = [s.get(key) if s is not None else None for s in summaries]
-        rows.append(TableRow(key, label, better, values, mark_best(values, better)))
+        ranked = values if key == "faults" else [v if f == fewest else None for v, f in zip(values, faults)]
+        rows.append(TableRow(key, label, better, values, mark_best(ranked, better)))
     return SummaryTable(labels=comparison.labels, rows=rows, status=[r.status for r in comparison.runs],
                         errors=[r.error for r in comparison.runs], summaries=summaries)
 

@@ -141,3 +141,19 @@ def test_counters_at_a_row_with_deltas():
     assert states[1]["delta"]["compression_count"] == -1
     assert states[0]["delta"]["compression_count"] is None
     assert states[1]["delta"]["last_prompt_tokens"] == states[1]["last_prompt_tokens"] - states[0]["last_prompt_tokens"]
+
+
+def test_a_run_with_more_faults_is_never_best_at_anything_else():
+    from inspector.trace.model import Event, Fault
+
+    calm = synthetic_trace([2, 2])
+    broken = synthetic_trace([2, 2], base_tokens=10)  # smaller prompts: it would win "tokens sent"
+    for _ in range(3):
+        broken.add_event(Event(index=0, kind="compress", fault=Fault("exception", "compress exploded")))
+    broken.finish()
+    comp = Comparison(runs=[RunResult(spec=RunSpec("calm", (), "calm"), trace=calm),
+                            RunResult(spec=RunSpec("broken", (), "broken"), trace=broken)])
+    table = summary_table(comp)
+    assert table.row("tokens_sent").values[1] < table.row("tokens_sent").values[0]
+    assert table.row("tokens_sent").best == [False, False]  # the lower figure is the broken run's
+    assert table.row("faults").best == [True, False]
