@@ -14,6 +14,7 @@ import copy
 import inspect
 import json
 import operator
+import re
 import threading
 import time
 from typing import Any
@@ -157,6 +158,27 @@ def _snapshot(value: Any, memo: dict[int, Any] | None = None) -> Any:
             items.append(v if type(v) in _SCALARS else _snapshot(v, memo))
         return items
     return copy.deepcopy(value, memo)
+
+
+_REPORTED_LIMIT = [
+    re.compile(p, re.I) for p in (
+        r"maximum context length is (\d[\d,]*)",
+        r"context (?:length|window|limit)(?: is| of|:)? (\d[\d,]*) tokens",
+        r"tokens? > (\d[\d,]*) maximum",
+        r"(?:limit|maximum) (?:is |of )?(\d[\d,]*) tokens",
+    )
+]
+
+
+def reported_context_limit(text: str) -> int | None:
+    """The window a provider's overflow error states ("maximum context length is 8192 tokens")."""
+    for pattern in _REPORTED_LIMIT:
+        match = pattern.search(text)
+        if match:
+            value = int(match.group(1).replace(",", ""))
+            if value >= 1024:
+                return value
+    return None
 
 
 def _as_int(value: Any) -> int:
@@ -739,10 +761,12 @@ class Host:
                     break
                 last_assistant = response.message
         except BaseException as exc:
-            # A provider failure or a cancel ends the turn; Hermes still finalises it.
             interrupted = not isinstance(exc, Exception) or type(exc).__name__ in ("LiveCancelled", "ReplayCancelled")
-            reason = "interrupted" if interrupted else f"provider_error:{type(exc).__name__}"
-            self._finish_turn(user, last_assistant, failed=not interrupted, interrupted=interrupted, reason=reason)
+            if interrupted:  # an interrupted turn is still finalised
+                self._finish_turn(user, last_assistant, failed=False, interrupted=True, reason="interrupted")
+            else:  # a terminal provider failure returns early: no post_llm_call, no on_turn_complete (§2.10)
+                self.note(f"the provider failed ({type(exc).__name__}); Hermes ends the turn early and skips "
+                          "on_turn_complete")
             raise
         self._finish_turn(user, last_assistant, failed=False, interrupted=False, reason="completed")
 
@@ -1009,6 +1033,17 @@ class Host:
         self._overflow_attempts += 1
         self.fault("context_overflow", f"the provider rejected the request as too long ({exc}); Hermes compresses "
                    f"and retries (attempt {self._overflow_attempts} of 3)")
+        limit = reported_context_limit(str(exc))
+        current = _as_int(getattr(self.engine, "context_length", 0)) or self.settings.context_length
+        if limit is not None and limit < current:
+            # The error names the real window: Hermes adopts it before compressing (§2.7).
+            s = self.settings
+            s.context_length = limit
+            self._call(EV_UPDATE_MODEL, self.engine.update_model,
+                       record_args={"model": s.model, "context_length": limit, "base_url": s.base_url,
+                                    "provider": s.provider, "api_mode": s.api_mode, "reason": "provider-reported limit"},
+                       model=s.model, context_length=limit, base_url=s.base_url, api_key="",
+                       provider=s.provider, api_mode=s.api_mode)
         return self._compress(rough, site="overflow")
 
     def _record_response(

@@ -235,7 +235,7 @@ def test_the_compressor_cooldown_follows_transcript_time(config, nocache):
     assert clock() - start == pytest.approx(600.0 + SessionClock.STEP_WITHOUT_TIMESTAMPS)
 
 
-def test_a_failed_provider_call_still_finalises_the_turn(config, nocache):
+def test_a_failed_provider_call_ends_the_turn_without_finalising_it(config, nocache):
     import pytest
 
     from inspector.host.host import Host
@@ -264,7 +264,8 @@ def test_a_failed_provider_call_still_finalises_the_turn(config, nocache):
     assert host.start()
     with pytest.raises(ConnectionError):
         host.play_turn([{"role": "user", "content": "hi"}], Failing())
-    assert got and got[0]["failed"] is True and got[0]["turn_exit_reason"] == "provider_error:ConnectionError"
+    assert got == []  # Hermes returns early on a terminal provider failure: no on_turn_complete (§2.10)
+    assert "skips on_turn_complete" in (host.trace.events[-1].note or "")
     assert host.history[-1] == {"role": "user", "content": "hi"}  # the conversation is kept
 
 
@@ -304,3 +305,45 @@ def test_a_provider_overflow_error_compresses_and_reassembles(config, nocache):
     assert engine.compression_count == 1
     assert responder.calls[1] < responder.calls[0]  # the retry sent the compacted request
     assert any(host.trace.events[i].fault.kind == "context_overflow" for i in host.trace.finish().fault_events)
+    assert engine.context_length == config["model"]["context_length"]  # the error named no limit
+
+
+def test_an_overflow_error_that_states_the_limit_updates_the_model_first(config, nocache):
+    from inspector.host.host import Host, reported_context_limit
+    from inspector.host.replay import make_counter
+    from inspector.host.responders import ProviderResponse
+
+    assert reported_context_limit("This model's maximum context length is 8,192 tokens. However, ...") == 8192
+    assert reported_context_limit("prompt is too long: 210000 tokens > 200000 maximum") == 200000
+    assert reported_context_limit("context length exceeded") is None
+
+    class Overflow(Exception):
+        kind = "context_overflow"
+
+    class Once:
+        calls = 0
+
+        def wants_request(self):
+            return self.calls < 2
+
+        def pending_inputs(self):
+            return []
+
+        def respond(self, request, tools):
+            self.calls += 1
+            if self.calls == 1:
+                raise Overflow("HTTP 400: This model's maximum context length is 48000 tokens")
+            return ProviderResponse(message={"role": "assistant", "content": "ok"})
+
+        def tool_results(self, assistant, engine_results):
+            return []
+
+    engine = CountingEngine()
+    host = Host(engine, config, session_id="s", system_prompt="sys", counter=make_counter(config), simulator=nocache)
+    assert host.start()
+    host.play_turn([m for m in coding_session(4).messages[1:]], Once())
+    kinds = [e.kind for e in host.trace.events]
+    update = max(i for i, k in enumerate(kinds) if k == "update_model")
+    assert host.trace.events[update].args["context_length"] == 48000
+    assert update < kinds.index("compress")  # the window is adopted before compressing
+    assert engine.context_length == 48000
