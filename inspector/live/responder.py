@@ -173,6 +173,10 @@ class _IncompleteStream(Exception):
     """The stream ended without a finish reason: the connection dropped between events."""
 
 
+class _NotAStream(Exception):
+    """The endpoint answered, but with no server-sent events at all (a plain JSON or HTML body)."""
+
+
 class _StalledStream(Exception):
     """Our own watchdog: the SDK's timeout should have fired but the call is still silent."""
 
@@ -192,6 +196,11 @@ def classify(exc: BaseException) -> _Failure:
 
     if isinstance(exc, _IncompleteStream):
         return _Failure("stream", True, f"the reply stream broke off ({exc})")
+    if isinstance(exc, _NotAStream):
+        return _Failure("stream", False, "the endpoint answered without streaming (no server-sent events came "
+                        "back); live chat asks for stream: true, so use an endpoint or proxy that streams")
+    if isinstance(exc, json.JSONDecodeError):  # one torn event; Hermes retries these as transient
+        return _Failure("stream", True, f"the reply stream carried a malformed event ({exc.msg} at column {exc.colno})")
     if isinstance(exc, (openai.APITimeoutError, _StalledStream)):
         return _Failure("timeout", True, "the endpoint did not answer within the timeout")
     if isinstance(exc, openai.APIConnectionError):
@@ -521,6 +530,7 @@ class LiveResponder:
         reply = _Reply()
         guard = self.settings.timeout * 1.5 + 5.0  # the SDK's timeout should fire long before this
         last = time.monotonic()
+        chunks = 0
         try:
             while True:
                 if self._cancel.is_set():
@@ -536,10 +546,13 @@ class LiveResponder:
                     raise item
                 if kind == "end":
                     break
+                chunks += 1
                 self._absorb(reply, item)
         except BaseException:
             call.close()
             raise
+        if not chunks:
+            raise _NotAStream()
         if reply.finish_reason is None and reply.usage is None:
             raise _IncompleteStream("no finish reason before the stream ended")
         return reply

@@ -33,6 +33,7 @@ class Reply:
     drop_after: int | None = None  # close the connection after this many content chunks
     drop_clean: bool = False  # drop by ending a close-delimited body (no chunked-encoding error)
     send_usage: bool = True
+    torn_after: int | None = None  # send a malformed event after this many content chunks, then stop
 
 
 @dataclass
@@ -46,6 +47,13 @@ class Fail:
 
 
 @dataclass
+class Plain:
+    """A 200 with a whole (non-streamed) chat.completion body, as some proxies answer a streamed request."""
+
+    text: str = "not streamed"
+
+
+@dataclass
 class Seen:
     body: dict[str, Any]
     headers: dict[str, str]
@@ -55,8 +63,8 @@ class Seen:
 class FakeOpenAI:
     """``with FakeOpenAI([Reply("hi")]) as srv: srv.base_url`` — a bounded, loopback-only server."""
 
-    def __init__(self, script: list[Reply | Fail] | None = None, *, max_seconds: float = 60.0) -> None:
-        self.script: list[Reply | Fail] = list(script or [])
+    def __init__(self, script: list[Reply | Fail | Plain] | None = None, *, max_seconds: float = 60.0) -> None:
+        self.script: list[Reply | Fail | Plain] = list(script or [])
         self.requests: list[Seen] = []
         self.disconnects: list[float] = []  # times the client went away mid-stream
         self.completed: list[float] = []  # times a stream was written to the end
@@ -105,12 +113,12 @@ class FakeOpenAI:
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
-    def add(self, *steps: Reply | Fail) -> None:
+    def add(self, *steps: Reply | Fail | Plain) -> None:
         with self._lock:
             self.script.extend(steps)
 
     # -- serving ----------------------------------------------------------------------------
-    def _next(self) -> Reply | Fail | None:
+    def _next(self) -> Reply | Fail | Plain | None:
         with self._lock:
             return self.script.pop(0) if self.script else None
 
@@ -136,6 +144,12 @@ class FakeOpenAI:
             if step.delay:
                 time.sleep(step.delay)
             self._json(h, step.status, {"error": {"message": step.message, "type": "scripted"}}, step.headers)
+            return
+        if isinstance(step, Plain):
+            self._json(h, 200, {"id": "chatcmpl-plain", "object": "chat.completion", "created": int(time.time()),
+                                "model": body.get("model", "fake-model"), "choices": [
+                                    {"index": 0, "message": {"role": "assistant", "content": step.text},
+                                     "finish_reason": "stop"}]})
             return
         try:
             self._stream(h, body, step)
@@ -190,6 +204,10 @@ class FakeOpenAI:
         send({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
         pieces = [r.text[i:i + r.chunk_size] for i in range(0, len(r.text), r.chunk_size)] if r.text else []
         for n, piece in enumerate(pieces):
+            if r.torn_after is not None and n >= r.torn_after:
+                send(b'{"choices": [{"index": 0, "delta": {"content": "tor')  # a torn event, then the end
+                send(b"[DONE]")
+                return
             if r.drop_after is not None and n >= r.drop_after:
                 drop()
                 return

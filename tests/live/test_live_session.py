@@ -11,7 +11,7 @@ import pytest
 from inspector.live.responder import LiveCancelled, LiveError, retry_after_seconds
 from inspector.live.session import LiveSession
 from inspector.trace.model import EV_NOTE, EV_REQUEST, EV_RESPONSE, EV_SELECT, EV_TOOL
-from tests.live.fake_openai import Fail, FakeOpenAI, Reply
+from tests.live.fake_openai import Fail, FakeOpenAI, Plain, Reply
 from tests.live.helpers import NotesEngine, live_config
 
 TOOL_CALL = {"id": "call_note_1", "name": "read_note", "arguments": '{"key": "deadline"}'}
@@ -158,6 +158,25 @@ def test_dropped_stream_is_retried_with_the_same_request(server, secret_key, cle
     assert len(server.requests) == 2 and engine.selects == 1
     assert server.requests[0].body == server.requests[1].body
     assert session.history[-1]["content"] == text  # the partial attempt left no trace in the history
+
+
+def test_an_endpoint_that_does_not_stream_is_named_and_not_retried(server, secret_key):
+    server.add(Plain("a whole body at once"), Reply("never reached"))
+    session, _ = make_session(server, max_attempts=4)
+    with pytest.raises(LiveError) as info:
+        session.send("hi")
+    assert info.value.kind == "stream" and "without streaming" in str(info.value)
+    assert len(server.requests) == 1  # retrying would get the same answer
+
+
+def test_a_torn_stream_event_is_retried(server, secret_key):
+    text = "A reply whose second event arrives torn."
+    server.add(Reply(text, torn_after=1), Reply(text))
+    session, _ = make_session(server)
+    notices: list[tuple[str, str]] = []
+    assert session.send("go", on_notice=lambda k, t: notices.append((k, t))) == text
+    assert [k for k, _ in notices] == ["retry"] and "malformed event" in notices[0][1]
+    assert len(server.requests) == 2
 
 
 def test_timeout_is_retried(server, secret_key):
