@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
@@ -85,6 +85,20 @@ class MessageBar(QFrame):
         self.label.setText(text)
         self.label.setToolTip(theme.plain_tooltip(details) if details else "")
         self.active = True
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        """As tall as the wrapped text at the width it has: a toolbar asks a word-wrapped label for
+        its height at a narrow guess, which made one line of text take a 90-px band."""
+        width = self.label.width()
+        if width > 0:
+            height = self.label.heightForWidth(width)
+            if height > 0 and height != self.label.height():
+                self.label.setFixedHeight(height)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._fit_height()
 
     def text(self) -> str:
         """The message being shown ('' when dismissed)."""

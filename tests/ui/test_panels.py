@@ -289,3 +289,13 @@ def test_the_cursor_line_is_dragged_with_the_mouse(shown, demo_trace: Trace) -> 
     QApplication.processEvents()
     assert cursor.index == demo_trace.requests[40].event, "the drag moved the cursor to the request under the mouse"
     assert line.value() == pytest.approx(panel._fig.cursor_x(cursor.index))
+
+
+def test_a_cold_start_is_named_once() -> None:
+    from inspector.trace.model import CacheInfo
+    from inspector.ui.panels.cache import reason_words
+
+    text = reason_words(CacheInfo(reason_kind="cold", reason="cold start: first request; wrote 300 tokens"))
+    assert text.lower().count("cold start") == 1 and "wrote 300 tokens" in text
+    ttl = reason_words(CacheInfo(reason_kind="ttl", reason="TTL lapsed: 400 s since last use > 300 s"))
+    assert ttl.startswith("The cache entry expired") and "400 s" in ttl

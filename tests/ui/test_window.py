@@ -312,3 +312,15 @@ def test_cli_screenshot_subprocess(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert out.exists() and out.stat().st_size > 10_000
+
+
+def test_a_one_line_message_takes_one_line(window) -> None:
+    window.resize(1280, 800)
+    window.show()
+    window.show_message("trace.json: not valid JSON (Expecting ',' delimiter: line 1 column 30)", "error")
+    QApplication.processEvents()
+    line = window.message_bar.label.fontMetrics().lineSpacing()
+    assert window.message_bar.label.height() < 2 * line
+    window.show_message("word " * 400, "error")  # a long one wraps and grows
+    QApplication.processEvents()
+    assert window.message_bar.label.height() >= 2 * line

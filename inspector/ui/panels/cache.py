@@ -114,7 +114,7 @@ class CacheStrip(QWidget):
             p.drawLine(QPointF(bx, area.top() - 4), QPointF(bx, area.bottom() + 2))
             p.setBrush(QColor(theme.CACHE_BREAK))
             p.drawPolygon(QPolygonF([QPointF(bx - 5, 2), QPointF(bx + 5, 2), QPointF(bx, 10)]))
-            text = f"break at message {self.break_index}"
+            text = f"cache read ends at message {self.break_index}"  # the first block not read (not where content changed)
             tw = p.fontMetrics().horizontalAdvance(text)
             tx = bx + 8 if bx + 8 + tw < self.width() else bx - 8 - tw
             p.setPen(QColor(theme.CACHE_BREAK))
@@ -218,7 +218,9 @@ def request_summary(req: Any) -> str:
 def reason_words(c: Any) -> str:
     """The miss (or hit) reason as a sentence."""
     words = REASON_WORDS.get(c.reason_kind, c.reason_kind or "No cache outcome recorded.")
-    if c.reason and c.reason_kind != "hit":
+    if c.reason and c.reason.lower().startswith(words.split(":")[0].lower()):
+        words = c.reason[0].upper() + c.reason[1:] + "."  # the detail already says it ("cold start: …")
+    elif c.reason and c.reason_kind != "hit":
         words = f"{words} {c.reason[0].upper()}{c.reason[1:]}."
     elif c.reason:
         words = c.reason[0].upper() + c.reason[1:] + "."

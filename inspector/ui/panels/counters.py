@@ -60,7 +60,8 @@ class UsageBar(QWidget):
 def _label(text: str = "", *, bold: bool = False, align_right: bool = False, widest: str = "") -> theme.TextLine:
     """A counter cell: painted text, so updating it on every step never re-lays out the window."""
     label = theme.TextLine(1, bold=bold, align=Qt.AlignmentFlag.AlignRight if align_right else Qt.AlignmentFlag.AlignLeft)
-    label.setFixedWidth(label.fontMetrics().horizontalAdvance(widest or text or "0") + 8)
+    metrics = label.fontMetrics()  # the cell's own (bold) font: a header is as wide as its text
+    label.setFixedWidth(max(metrics.horizontalAdvance(widest or "0"), metrics.horizontalAdvance(text)) + 8)
     label.setText(text)
     return label
 
