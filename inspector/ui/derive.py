@@ -84,6 +84,7 @@ class Compression:
     after_messages: int
     count_after: int
     faulted: bool
+    unit: str = "tok"  # "rough tok" when the figures are the host's (Hermes' estimate), as recorded
 
 
 @dataclass
@@ -224,6 +225,7 @@ def _build(trace: Trace) -> TraceFigures:
                     after_tokens=recorded_after if isinstance(recorded_after, int) else list_tokens(trace, after),
                     before_messages=len(trace.store.lists[before]) if before is not None else 0,
                     after_messages=len(trace.store.lists[after]) if after is not None else 0,
+                    unit="rough tok" if isinstance(recorded_before, int) else "tok",
                     count_after=int(trace.state_at(ev.index)["compression_count"]),
                     faulted=ev.fault is not None,
                 )

@@ -166,6 +166,11 @@ def test_runs_panel_table_and_runs_diff(cwindow, files) -> None:
         [(op.kind, op.before_range, op.after_range) for op in expected.ops]
     header = runs.diff_header.text()
     assert "ui_tail request" in header and "ui_never request" in header
+    assert "tool schemas" not in header
+    other = al.request(2, row)
+    other.tokens["tools"] = int(other.tokens.get("tools", 0)) + 192  # an engine that adds a tool
+    runs.refresh()
+    assert "tool schemas differ" in runs.diff_header.text()  # not in the message diff, but said
     # the diff panel lists every run side by side and details the picked one
     diff = w.panels["diff"]
     diff.refresh()

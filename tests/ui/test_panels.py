@@ -299,3 +299,14 @@ def test_a_cold_start_is_named_once() -> None:
     assert text.lower().count("cold start") == 1 and "wrote 300 tokens" in text
     ttl = reason_words(CacheInfo(reason_kind="ttl", reason="TTL lapsed: 400 s since last use > 300 s"))
     assert ttl.startswith("The cache entry expired") and "400 s" in ttl
+
+
+def test_the_cache_line_adds_up_to_the_prompt_the_engine_was_told(demo_trace: Trace) -> None:
+    import re
+
+    from inspector.ui.panels.cache import request_summary
+
+    for req in demo_trace.requests[:20]:
+        figures = [int(n.replace(",", "")) for n in re.findall(r"(?:· |read |written |uncached )([\d,]+)", request_summary(req))]
+        total, read, written, uncached = figures[:4]
+        assert total == req.usage["prompt_tokens"] and read + written + uncached == total

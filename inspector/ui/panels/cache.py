@@ -208,11 +208,15 @@ def strip_args(trace: Trace, req: Any) -> tuple[list[int], Sequence[str], int, i
 def request_summary(req: Any) -> str:
     """One line of cache figures for a request."""
     c = req.cache
-    total = c.read + c.write + c.uncached
-    rate = c.read / total if total else 0.0
+    usage = req.usage or {}
+    # The usage the engine was fed: its prompt includes the reply priming no cache block holds.
+    total = int(usage.get("prompt_tokens") or (c.read + c.write + c.uncached))
+    read, write = int(usage.get("cache_read_tokens", c.read)), int(usage.get("cache_write_tokens", c.write))
+    uncached = max(0, total - read - write)
+    rate = read / total if total else 0.0
     cost = f" · cost ${c.cost:.4f}" if c.cost is not None else ""
     return (f"Request #{req.index} (turn {req.turn}, call {req.call}) · {total:,} tok · "
-            f"read {c.read:,} · written {c.write:,} · uncached {c.uncached:,} · hit {rate:.0%}{cost}")
+            f"read {read:,} · written {write:,} · uncached {uncached:,} · hit {rate:.0%}{cost}")
 
 
 def reason_words(c: Any) -> str:

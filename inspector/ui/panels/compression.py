@@ -22,15 +22,16 @@ from inspector.ui.panels.base import Panel
 
 def describe(c: Compression) -> str:
     """Hover text of one compression (numbers only: safe as a tooltip)."""
+    u = c.unit
     if c.faulted:
-        return f"compress at event {c.event}: FAULTED, discarded\nbefore {c.before_tokens:,} tok in {c.before_messages} msgs"
+        return f"compress at event {c.event}: FAULTED, discarded\nbefore {c.before_tokens:,} {u} in {c.before_messages} msgs"
     saved = c.before_tokens - c.after_tokens
     pct = (saved / c.before_tokens) if c.before_tokens else 0.0
     return (
         f"compress at event {c.event} (#{c.count_after})\n"
-        f"before {c.before_tokens:,} tok in {c.before_messages} msgs\n"
-        f"after  {c.after_tokens:,} tok in {c.after_messages} msgs\n"
-        f"saved  {saved:,} tok ({pct:.0%})"
+        f"before {c.before_tokens:,} {u} in {c.before_messages} msgs\n"
+        f"after  {c.after_tokens:,} {u} in {c.after_messages} msgs\n"
+        f"saved  {saved:,} {u} ({pct:.0%})"
     )
 
 
@@ -148,7 +149,7 @@ class CompressionPanel(CompareAware, Panel):
         if last is not None:
             c = self._by_event.get(last.index)
             if c is not None:
-                text += f" · last before cursor: event {c.event}, {c.before_tokens:,} → {c.after_tokens:,} tok"
+                text += f" · last before cursor: event {c.event}, {c.before_tokens:,} → {c.after_tokens:,} {c.unit}"
         self.readout.setText(text)
 
     def _clicked(self, x: float) -> None:

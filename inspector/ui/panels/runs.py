@@ -253,9 +253,12 @@ class RunsPanel(CompareAware, Panel):
         st = tdiff.stats(diff, lambda m: tokens.get(id(m), 0))
         ra, rb = view.alignment.request(a, row), view.alignment.request(b, row)
         assert ra is not None and rb is not None
-        same = "identical requests" if diff.identical else (
+        same = "identical messages" if diff.identical else (
             f"{st['messages_before']} → {st['messages_after']} messages · only in A {st['dropped']} · "
             f"only in B {st['added']} · changed {st.get('changed', 0)} · shared prefix {st['common_prefix']} msgs")
+        tools_a, tools_b = int(ra.tokens.get("tools", 0)), int(rb.tokens.get("tools", 0))
+        if tools_a != tools_b:  # the tool schemas are sent too, but are not messages: say so
+            same += f" · tool schemas differ ({tools_a:,} → {tools_b:,} tok, not shown in the diff)"
         self.diff_header.setText(
             f"{where.capitalize()}: {view.label(a)} request #{ra.index} ({_tok(st, 'before')}) vs "
             f"{view.label(b)} request #{rb.index} ({_tok(st, 'after')})\n{same}")
