@@ -169,7 +169,8 @@ def test_runs_panel_table_and_runs_diff(cwindow, files) -> None:
     assert "tool schemas" not in header
     other = al.request(2, row)
     other.tokens["tools"] = int(other.tokens.get("tools", 0)) + 192  # an engine that adds a tool
-    runs.refresh()
+    runs.b_combo.setCurrentIndex(1)
+    runs.b_combo.setCurrentIndex(2)  # the user picks the pair again
     assert "tool schemas differ" in runs.diff_header.text()  # not in the message diff, but said
     # the diff panel lists every run side by side and details the picked one
     diff = w.panels["diff"]
