@@ -69,6 +69,9 @@ def style_plot_item(item: pg.PlotItem, y_label: str = "") -> None:
     item.getViewBox().setDefaultPadding(0.02)
 
 
+_LEGEND_ROW_HEIGHT = 20  # pyqtgraph's legend sample is 20 px square
+
+
 class HeaderLegend(pg.LegendItem):
     """A legend laid out in the plot's title row: above the data, so it never hides a curve,
     the threshold or the peaks before a compression (a legend inside the view always covers some)."""
@@ -84,6 +87,8 @@ class HeaderLegend(pg.LegendItem):
                     col_width += item.width() + 3
                     row_height = max(row_height, item.height())
             width = max(width, col_width)
+            if col_width:  # a label not laid out yet reports no height; a legend row is a sample high
+                row_height = max(row_height, _LEGEND_ROW_HEIGHT)
             height += row_height
         self.setMinimumHeight(height)
         self.setMaximumHeight(height)
@@ -93,8 +98,9 @@ class HeaderLegend(pg.LegendItem):
 
 def legend_above(plot: pg.PlotItem, columns: int = 4) -> pg.LegendItem:
     """The plot's legend, in a row of its own above the view box (items named on ``addItem`` join it)."""
-    legend = HeaderLegend(offset=None, labelTextColor=theme.PLOT_FG, colCount=columns, horSpacing=10, verSpacing=-6,
+    legend = HeaderLegend(offset=None, labelTextColor=theme.PLOT_FG, colCount=columns, horSpacing=10, verSpacing=0,
                           labelTextSize="8pt")
+    legend.layout.setContentsMargins(2, 0, 2, 0)  # the style's default margins push the items into the plot
     plot.layout.removeItem(plot.titleLabel)
     plot.titleLabel.hide()
     plot.layout.addItem(legend, 0, 1)
@@ -109,6 +115,23 @@ def integer_ticks(axis: pg.AxisItem) -> None:
     """Whole-number ticks with no SI prefix: a request or compression count is never 0.5 or x0.001."""
     axis.enableAutoSIPrefix(False)
     axis.tickSpacing = _integer_spacing.__get__(axis)  # type: ignore[method-assign]
+
+
+def sparse_ticks(axis: pg.AxisItem, most: int = 3) -> None:
+    """At most ``most`` labelled ticks: a short plot's axis otherwise prints its labels over each other."""
+    axis.setStyle(maxTickLevel=0)
+    axis.tickSpacing = _sparse_spacing.__get__(axis)  # type: ignore[method-assign]
+    axis._most_ticks = most  # type: ignore[attr-defined]
+
+
+def _sparse_spacing(axis: pg.AxisItem, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:  # noqa: N803
+    levels = pg.AxisItem.tickSpacing(axis, minVal, maxVal, size)
+    if not levels or maxVal <= minVal:
+        return levels
+    spacing, offset = levels[0]
+    while spacing > 0 and (maxVal - minVal) / spacing > axis._most_ticks:
+        spacing *= 2 if str(spacing)[0] in "15" else 2.5  # 1, 2, 5, 10 … stays a round number
+    return [(spacing, offset)]
 
 
 def _integer_spacing(axis: pg.AxisItem, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:  # noqa: N803

@@ -310,3 +310,16 @@ def test_the_cache_line_adds_up_to_the_prompt_the_engine_was_told(demo_trace: Tr
         figures = [int(n.replace(",", "")) for n in re.findall(r"(?:· |read |written |uncached )([\d,]+)", request_summary(req))]
         total, read, written, uncached = figures[:4]
         assert total == req.usage["prompt_tokens"] and read + written + uncached == total
+
+
+def test_the_cache_mini_plots_keep_their_ticks_apart(shown, demo_trace: Trace) -> None:
+    from inspector.ui.panels.cache import CachePanel
+
+    _, make = shown
+    panel = make(CachePanel, demo_trace, width=700, height=520)
+    for plot in (panel.hit_plot, panel.tok_plot, panel.cost_plot):
+        axis = plot.getAxis("left")
+        lo, hi = plot.getViewBox().viewRange()[1]
+        labelled = [v for _spacing, values in axis.tickValues(lo, hi, plot.getViewBox().height()) for v in values]
+        assert 1 <= len(labelled) <= 4, labelled
+        assert plot.getViewBox().height() >= 40

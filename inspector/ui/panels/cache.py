@@ -23,6 +23,7 @@ from inspector.ui.cursor import Cursor
 from inspector.ui.derive import TraceFigures, figures, message_preview
 from inspector.ui.panels.base import Panel
 
+_MINI_PLOT_HEIGHT = 60
 STATUS_COLOURS = {"read": theme.CACHE_READ, "written": theme.CACHE_WRITE, "uncached": theme.CACHE_UNCACHED}
 
 REASON_WORDS = {
@@ -304,23 +305,31 @@ class CachePanel(CompareAware, Panel):
 
         self.graphs = pg.GraphicsLayoutWidget()
         self.graphs.setBackground(theme.PLOT_BG)
-        self.graphs.setMinimumHeight(150)
+        # Three stacked plots on one request axis: each tall enough for readable ticks (the dock
+        # scrolls when the window is small), x ticks only under the last, legends above the data.
+        self.graphs.setMinimumHeight(3 * _MINI_PLOT_HEIGHT + 90)  # + the request axis and a legend row
         self.hit_plot = self.graphs.addPlot(row=0, col=0)
         self.tok_plot = self.graphs.addPlot(row=1, col=0)
         self.cost_plot = self.graphs.addPlot(row=2, col=0)
         for item, label in ((self.hit_plot, "hit %"), (self.tok_plot, "tokens"), (self.cost_plot, "cost $")):
             plots.style_plot_item(item, label)
             plots.adopt_menus(item, self.graphs)
-            item.getAxis("left").enableAutoSIPrefix(False)
+            item.setMinimumHeight(_MINI_PLOT_HEIGHT)
+            left = item.getAxis("left")
+            left.enableAutoSIPrefix(False)
+            plots.sparse_ticks(left)
+        for item in (self.hit_plot, self.tok_plot):
+            item.getAxis("bottom").setStyle(showValues=False)
+            item.getAxis("bottom").setHeight(4)
         self.tok_plot.setXLink(self.hit_plot)
         self.cost_plot.setXLink(self.hit_plot)
         self.cost_plot.setLabel("bottom", "request", color=theme.PLOT_FG)
+        self.cost_plot.setMinimumHeight(_MINI_PLOT_HEIGHT + 36)  # the shared request axis lives under it
+        plots.integer_ticks(self.cost_plot.getAxis("bottom"))
         self.hit_curve = plots.curve(self.hit_plot, theme.CACHE_READ)
-        self.tok_legend = legend = self.tok_plot.addLegend(offset=(6, 2), labelTextColor=theme.PLOT_FG,
-                                         brush=pg.mkBrush(255, 255, 255, 220), colCount=2)
+        self.tok_legend = plots.legend_above(self.tok_plot, columns=2)
         self.read_curve = plots.curve(self.tok_plot, theme.CACHE_READ, "read")
         self.write_curve = plots.curve(self.tok_plot, theme.CACHE_WRITE, "written")
-        legend.setZValue(50)
         self.cost_curve = plots.curve(self.cost_plot, theme.SERIES[0])
         self.cursor_lines = [plots.CursorLine(pl, self._jump_to_x) for pl in (self.hit_plot, self.tok_plot, self.cost_plot)]
         self.graphs.scene().sigMouseClicked.connect(self._scene_clicked)
@@ -341,9 +350,7 @@ class CachePanel(CompareAware, Panel):
         self.runs_box.hide()
         self.run_views: dict[int, RunCacheView] = {}
         self.run_items: list[Any] = []
-        self.run_legend = self.hit_plot.addLegend(offset=(6, 2), labelTextColor=theme.PLOT_FG,
-                                                  brush=pg.mkBrush(255, 255, 255, 220), colCount=4)
-        self.run_legend.setZValue(50)
+        self.run_legend = plots.legend_above(self.hit_plot, columns=4)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -364,7 +371,7 @@ class CachePanel(CompareAware, Panel):
         self.run_items = plots.overlay_runs(self.hit_plot, view, view.hit_rate(), legend=self.run_legend)
         self.run_items += plots.overlay_runs(self.tok_plot, view, view.series("cache_read"))
         self.run_items += plots.overlay_runs(self.cost_plot, view, view.series("cost"))
-        self.tok_plot.setLabel("left", "read tok", color=theme.PLOT_FG)
+        self.tok_plot.setLabel("left", "read", color=theme.PLOT_FG)  # cached tokens read, per run
         self.hit_plot.setYRange(0, 100, padding=0.05)
         self.hit_plot.setXRange(-0.5, max(1, view.row_count) - 0.5, padding=0.01)
         self.cost_plot.setLabel("bottom", "aligned request (turn, call)", color=theme.PLOT_FG)
