@@ -155,7 +155,17 @@ def curve(plot: pg.PlotItem, colour: str, name: str | None = None, *, dashed: bo
 
 
 def set_xy(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
-    item.setData(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+    """Replace a series' points; a lone point gets a dot (a one-point line draws nothing)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    lone = int(np.isfinite(y).sum()) == 1
+    if lone or item.opts.get("symbol") is not None:
+        pen = item.opts.get("pen")
+        colour = pen.color() if hasattr(pen, "color") else theme.PLOT_FG
+        item.setSymbol("o" if lone else None)
+        item.setSymbolSize(6)
+        item.setSymbolBrush(colour)
+        item.setSymbolPen(colour)
+    item.setData(x, y)
 
 
 class _CursorLineItem(QGraphicsLineItem):

@@ -323,3 +323,14 @@ def test_the_cache_mini_plots_keep_their_ticks_apart(shown, demo_trace: Trace) -
         labelled = [v for _spacing, values in axis.tickValues(lo, hi, plot.getViewBox().height()) for v in values]
         assert 1 <= len(labelled) <= 4, labelled
         assert plot.getViewBox().height() >= 40
+
+
+def test_a_one_request_trace_shows_its_point(shown) -> None:
+    from inspector.ui.panels.timeline import TimelinePanel
+    from inspector.ui.synthetic import build_trace
+
+    _, make = shown
+    panel = make(TimelinePanel, build_trace(requests=1), width=500, height=240)
+    assert panel.curves["tiktoken"].opts["symbol"] == "o"  # a lone point is a dot, not an invisible line
+    more = make(TimelinePanel, build_trace(requests=5), width=500, height=240)
+    assert more.curves["tiktoken"].opts["symbol"] is None
