@@ -133,6 +133,10 @@ def run(args: argparse.Namespace) -> int:
             print_turn_table([r.trace for r in ok], [r.label for r in ok])
             sys.stdout.write("\n")
     sys.stdout.write(table.render_text())
+    from inspector.host.cli import print_faults
+
+    ok = [r for r in comparison.runs if r.trace is not None]
+    print_faults([r.trace for r in ok], [r.label for r in ok])  # what the faults row counts, in words
     return status
 
 

@@ -36,6 +36,8 @@ def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "cmp_tail_late": TAIL_ENGINE.format(limit=2600, name="cmp_tail_late"),
         "cmp_never": NEVER_ENGINE.format(name="cmp_never"),
         "cmp_broken": BROKEN_ENGINE.format(name="cmp_broken"),
+        "cmp_raises": NEVER_ENGINE.format(name="cmp_raises").replace(
+            "        return False", "        raise RuntimeError('should_compress exploded')"),
     }
     for name, code in engines.items():
         d = root / "context_engine" / name

@@ -56,6 +56,15 @@ def test_text_table(session_file, plugin_dir, capsys):
     assert "turn" in out.splitlines()[0]  # the per-turn table from the replay command comes first
 
 
+def test_a_run_with_faults_is_told_in_words(session_file, plugin_dir, capsys):
+    code = main(["compare", str(session_file), "--engine", "cmp_never", "--engine", "cmp_raises",
+                 "--plugin-dir", str(plugin_dir), "--quiet"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert "faults (cmp_raises):" in out and "should_compress exploded" in out
+    assert "faults (cmp_never)" not in out
+
+
 def test_failed_run_still_reports_the_others_and_exits_2(session_file, plugin_dir, capsys):
     code = main(["compare", str(session_file), "--engine", "cmp_never", "--engine", "no_such_engine",
                  "--plugin-dir", str(plugin_dir), "--quiet"])
