@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(saved, int):
             return saved
         return _report(args, *saved)
-    problem = _unwritable(args.out) if args.out else None
+    problem = unwritable(args.out) if args.out else None
     if problem:  # said before the replay, not after its work is done
         print(f"error: --out {args.out}: {problem}", file=sys.stderr)
         return 2
@@ -249,7 +249,7 @@ def print_faults(traces: list, names: list[str], out=None) -> None:
             out.write(f"  {where}, {hook}: {kind}: {' '.join(message.split())[:300]}{times}\n")
 
 
-def _unwritable(path: str) -> str | None:
+def unwritable(path: str) -> str | None:
     """Why a file cannot be written at ``path`` (None when it can, as far as can be told now)."""
     import os
 

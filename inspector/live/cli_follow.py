@@ -24,6 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session", default=None, help="session id inside a state.db (same as SOURCE#ID)")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between polls (default 1)")
     parser.add_argument("--max-seconds", type=float, default=None, help="stop after this many seconds")
+    parser.add_argument("--out", default=None,
+                        help="write the trace here when following ends (also on Ctrl+C); .json or .json.gz")
 
 
 def turn_line(trace: Any, turn: int) -> str:
@@ -52,6 +54,7 @@ def turn_line(trace: Any, turn: int) -> str:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from inspector.config import ConfigError, config_warnings, load_config
     from inspector.engines.discovery import EngineLoadError, load_engine
+    from inspector.host.cli import unwritable
     from inspector.live.follow import Follower
 
     out = out or sys.stdout
@@ -62,6 +65,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 2
     for warning in config_warnings(config):
         print(f"warning: config {warning}", file=sys.stderr)
+    problem = unwritable(args.out) if args.out else None
+    if problem:
+        print(f"error: --out {args.out}: {problem}", file=sys.stderr)
+        return 2
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     try:
         loaded = load_engine(args.engine, config, plugin_dirs=plugin_dirs)
@@ -89,10 +96,18 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         follower.run(stop, on_update, max_seconds=args.max_seconds, on_error=on_error)
     finally:
-        follower.close()
+        final = follower.close()
         close = getattr(loaded, "close", None)
         if callable(close):
             close()
+        if args.out and final is not None:  # Ctrl+C is how a follow usually ends: save then too
+            from inspector.trace.io import save_trace
+
+            try:
+                save_trace(final, args.out)
+                print(f"trace written: {args.out}", file=sys.stderr)
+            except OSError as exc:
+                print(f"error: {args.out}: cannot write the trace: {exc.strerror or exc}", file=sys.stderr)
     if follower.last_error:
         ended = "error" if not follower.played else f"replayed {follower.played} turn(s), then the source broke"
         print(f"{ended}: {follower.last_error}", file=sys.stderr)

@@ -169,3 +169,19 @@ def test_run_loop_stops_and_reports_updates(tmp_path, interval):
     total = follower.run(stop, lambda trace, added: updates.append(len(trace.requests)), max_seconds=0.5)
     assert total == 1 and updates == [1]
     follower.close()
+
+
+def test_cli_follow_writes_the_trace_when_it_ends(tmp_path, capsys):
+    from inspector.cli import main
+    from inspector.trace.io import load_trace
+
+    path = tmp_path / "done.jsonl"
+    rows = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "follow.json.gz"
+    assert main(["follow", str(path), "--engine", "compressor", "--interval", "0.05", "--max-seconds", "0.5",
+                 "--out", str(out)]) == 0
+    trace = load_trace(out)
+    assert trace.meta["mode"] == "follow" and len(trace.requests) == 1
+    assert main(["follow", str(path), "--out", str(tmp_path / "no" / "t.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
