@@ -1285,6 +1285,9 @@ class Host:
                     e._verify_compaction_cleared_threshold = True
                 except Exception:
                     pass
+        if getattr(e, "_last_summary_from_cache", False) is True:
+            ev.note = ("summary from the on-disk summary cache (an earlier replay asked the summariser with "
+                       "this exact prompt), so no call_llm this time")
         # The compress event keeps the state compress() left; the writes above get their own
         # event, after the boundary hooks, so the counters move forward through the list.
         commit = self.note("compaction committed: the host set last_prompt_tokens to -1 until the next "

@@ -121,3 +121,35 @@ def test_a_key_echoed_in_an_error_body_reaches_no_event_summary_or_file(config, 
     text = path.read_text(encoding="utf-8")
     assert "generated without an LLM" in text  # the fallback summary quoting the error is in the trace
     assert secret not in text
+
+
+def test_a_summary_from_the_disk_cache_is_said_on_the_compress_event(config, nocache, monkeypatch, tmp_path):
+    from inspector.llm import aux
+
+    monkeypatch.setenv("CONTEXT_INSPECTOR_SUMMARY_CACHE", str(tmp_path / "summaries"))
+    asked = []
+
+    def endpoint(ep, messages, **kw):
+        from tests.engines.compressor_fakes import completion
+
+        asked.append(ep.model)
+        return completion(f"## Goal\nsummary {len(asked)} of the work so far")
+
+    monkeypatch.setattr(aux, "_call_endpoint", endpoint)
+    config["auxiliary"]["compression"].update(base_url="http://summaries.local/v1", model="summary-model")
+
+    def run():
+        loaded = load_engine("compressor", config)
+        try:
+            loaded.engine.threshold_tokens = 3000
+            return replay(coding_session(8), loaded, config, simulator=nocache)
+        finally:
+            loaded.close()
+
+    first = run()
+    calls = len(asked)
+    second = run()
+    assert calls and len(asked) == calls  # the second replay asked nobody
+    committed = [e for e in second.events if e.kind == EV_COMPRESS and isinstance(e.result, dict)]
+    assert committed and all("summary cache" in (e.note or "") for e in committed)
+    assert not any("summary cache" in (e.note or "") for e in first.events if e.kind == EV_COMPRESS)
