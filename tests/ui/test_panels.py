@@ -334,3 +334,11 @@ def test_a_one_request_trace_shows_its_point(shown) -> None:
     assert panel.curves["tiktoken"].opts["symbol"] == "o"  # a lone point is a dot, not an invisible line
     more = make(TimelinePanel, build_trace(requests=5), width=500, height=240)
     assert more.curves["tiktoken"].opts["symbol"] is None
+
+
+def test_an_empty_timeline_names_nothing(shown) -> None:
+    from inspector.ui.panels.timeline import TimelinePanel
+
+    _, make = shown
+    panel = make(TimelinePanel, None)
+    assert panel.legend.items == []

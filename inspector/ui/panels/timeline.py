@@ -74,6 +74,7 @@ class TimelinePanel(CompareAware, Panel):
         if trace is None or not trace.requests:
             self.threshold.setData([], [])
             self.context.setData([], [])
+            self.legend.clear()  # nothing drawn, nothing to name
             self.readout.setText("No provider requests in this trace" if trace is not None else "No trace loaded")
             self.cursor_line.set_x(None)
             return
