@@ -11,14 +11,19 @@ from inspector.trace.model import EV_AUX_LLM, EV_COMPRESS
 from .conftest import coding_session
 
 
-def test_the_compressor_summary_call_is_recorded_during_compress(config, nocache):
-    config["compression"]["threshold"] = 0.5
+def replay_compressor(config, nocache, turns: int = 8):
+    """The built-in compressor over a small coding session, compressing early (threshold 3,000)."""
     loaded = load_engine("compressor", config)
     try:
-        loaded.engine.threshold_tokens = 3000  # compress early in a small session
-        trace = replay(coding_session(8), loaded, config, simulator=nocache)
+        loaded.engine.threshold_tokens = 3000
+        return replay(coding_session(turns), loaded, config, simulator=nocache)
     finally:
         loaded.close()
+
+
+def test_the_compressor_summary_call_is_recorded_during_compress(config, nocache):
+    config["compression"]["threshold"] = 0.5
+    trace = replay_compressor(config, nocache)
     aux = [e for e in trace.events if e.kind == EV_AUX_LLM]
     assert aux, "the compressor asks call_llm for a summary before falling back"
     first = aux[0]
@@ -36,12 +41,7 @@ def _compressions(config, nocache, strict: bool):
     from inspector.trace.model import EV_COMPRESS
 
     config["inspector"]["offline_fallback_counts"] = strict
-    loaded = load_engine("compressor", config)
-    try:
-        loaded.engine.threshold_tokens = 3000
-        trace = replay(coding_session(12), loaded, config, simulator=nocache)
-    finally:
-        loaded.close()
+    trace = replay_compressor(config, nocache, 12)
     return trace, [e for e in trace.events if e.kind == EV_COMPRESS and isinstance(e.result, dict)
                    and "$list" in e.result and not e.result.get("unchanged")]
 
@@ -106,12 +106,7 @@ def test_a_key_echoed_in_an_error_body_reaches_no_event_summary_or_file(config, 
     gateway = _EchoingGateway()
     try:
         config["auxiliary"]["compression"].update(base_url=gateway.url, model="summary-model")
-        loaded = load_engine("compressor", config)
-        try:
-            loaded.engine.threshold_tokens = 3000
-            trace = replay(coding_session(8), loaded, config, simulator=nocache)
-        finally:
-            loaded.close()
+        trace = replay_compressor(config, nocache)
     finally:
         gateway.close()
     assert gateway.seen and all(auth == f"Bearer {secret}" for auth in gateway.seen)  # the key came from the env
@@ -139,17 +134,9 @@ def test_a_summary_from_the_disk_cache_is_said_on_the_compress_event(config, noc
     monkeypatch.setattr(aux, "_call_endpoint", endpoint)
     config["auxiliary"]["compression"].update(base_url="http://summaries.local/v1", model="summary-model")
 
-    def run():
-        loaded = load_engine("compressor", config)
-        try:
-            loaded.engine.threshold_tokens = 3000
-            return replay(coding_session(8), loaded, config, simulator=nocache)
-        finally:
-            loaded.close()
-
-    first = run()
+    first = replay_compressor(config, nocache)
     calls = len(asked)
-    second = run()
+    second = replay_compressor(config, nocache)
     assert calls and len(asked) == calls  # the second replay asked nobody
     committed = [e for e in second.events if e.kind == EV_COMPRESS and isinstance(e.result, dict)]
     assert committed and all("summary cache" in (e.note or "") for e in committed)

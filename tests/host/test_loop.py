@@ -269,39 +269,49 @@ def test_a_failed_provider_call_ends_the_turn_without_finalising_it(config, noca
     assert host.history[-1] == {"role": "user", "content": "hi"}  # the conversation is kept
 
 
-def test_a_provider_overflow_error_compresses_and_reassembles(config, nocache):
+class _Overflow(Exception):
+    kind = "context_overflow"
+
+
+class _OverflowOnce:
+    """A provider that rejects the first request as too long (with ``error``), then answers."""
+
+    def __init__(self, error: str):
+        self.error = error
+        self.calls: list[int] = []
+
+    def wants_request(self):
+        return len(self.calls) < 2
+
+    def pending_inputs(self):
+        return []
+
+    def respond(self, request, tools):
+        from inspector.host.responders import ProviderResponse
+
+        self.calls.append(len(request))
+        if len(self.calls) == 1:
+            raise _Overflow(self.error)
+        return ProviderResponse(message={"role": "assistant", "content": "ok"})
+
+    def tool_results(self, assistant, engine_results):
+        return []
+
+
+def _overflow_turn(config, nocache, error: str):
     from inspector.host.host import Host
     from inspector.host.replay import make_counter
-    from inspector.host.responders import ProviderResponse
-
-    class Overflow(Exception):
-        kind = "context_overflow"
-
-    class OnceTooLong:
-        def __init__(self):
-            self.calls = []
-
-        def wants_request(self):
-            return not self.calls or len(self.calls) < 2
-
-        def pending_inputs(self):
-            return []
-
-        def respond(self, request, tools):
-            self.calls.append(len(request))
-            if len(self.calls) == 1:
-                raise Overflow("HTTP 400: context length exceeded")
-            return ProviderResponse(message={"role": "assistant", "content": "ok"})
-
-        def tool_results(self, assistant, engine_results):
-            return []
 
     engine = CountingEngine()
     host = Host(engine, config, session_id="s", system_prompt="sys", counter=make_counter(config), simulator=nocache)
     assert host.start()
-    history = [m for m in coding_session(4).messages[1:]]
-    responder = OnceTooLong()
-    host.play_turn(history, responder)
+    responder = _OverflowOnce(error)
+    host.play_turn([m for m in coding_session(4).messages[1:]], responder)
+    return engine, host, responder
+
+
+def test_a_provider_overflow_error_compresses_and_reassembles(config, nocache):
+    engine, host, responder = _overflow_turn(config, nocache, "HTTP 400: context length exceeded")
     assert engine.compression_count == 1
     assert responder.calls[1] < responder.calls[0]  # the retry sent the compacted request
     assert any(host.trace.events[i].fault.kind == "context_overflow" for i in host.trace.finish().fault_events)
@@ -309,39 +319,12 @@ def test_a_provider_overflow_error_compresses_and_reassembles(config, nocache):
 
 
 def test_an_overflow_error_that_states_the_limit_updates_the_model_first(config, nocache):
-    from inspector.host.host import Host, reported_context_limit
-    from inspector.host.replay import make_counter
-    from inspector.host.responders import ProviderResponse
+    from inspector.host.host import reported_context_limit
 
     assert reported_context_limit("This model's maximum context length is 8,192 tokens. However, ...") == 8192
     assert reported_context_limit("prompt is too long: 210000 tokens > 200000 maximum") == 200000
     assert reported_context_limit("context length exceeded") is None
-
-    class Overflow(Exception):
-        kind = "context_overflow"
-
-    class Once:
-        calls = 0
-
-        def wants_request(self):
-            return self.calls < 2
-
-        def pending_inputs(self):
-            return []
-
-        def respond(self, request, tools):
-            self.calls += 1
-            if self.calls == 1:
-                raise Overflow("HTTP 400: This model's maximum context length is 48000 tokens")
-            return ProviderResponse(message={"role": "assistant", "content": "ok"})
-
-        def tool_results(self, assistant, engine_results):
-            return []
-
-    engine = CountingEngine()
-    host = Host(engine, config, session_id="s", system_prompt="sys", counter=make_counter(config), simulator=nocache)
-    assert host.start()
-    host.play_turn([m for m in coding_session(4).messages[1:]], Once())
+    engine, host, _ = _overflow_turn(config, nocache, "HTTP 400: This model's maximum context length is 48000 tokens")
     kinds = [e.kind for e in host.trace.events]
     update = max(i for i, k in enumerate(kinds) if k == "update_model")
     assert host.trace.events[update].args["context_length"] == 48000
