@@ -98,6 +98,14 @@ def config_warnings(config: dict[str, Any]) -> list[str]:
     return check_config(config)
 
 
+def print_config_warnings(config: dict[str, Any]) -> None:
+    """The command-line commands' way to show :func:`config_warnings` (on stderr)."""
+    import sys
+
+    for warning in config_warnings(config):
+        print(f"warning: config {warning}", file=sys.stderr)
+
+
 def cfg_get(config: dict[str, Any], dotted: str, default: Any = None) -> Any:
     """``cfg_get(cfg, "compression.threshold")``; missing keys give ``default``."""
     node: Any = config

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from inspector.compare.report import write_html_report
     from inspector.compare.runs import MAX_RUNS, SpecError, parse_specs, run_comparison
     from inspector.compare.table import summary_table
-    from inspector.config import ConfigError, config_warnings, load_config, parse_set_option
+    from inspector.config import ConfigError, load_config, parse_set_option, print_config_warnings
 
     try:
         config = load_config(args.config, parse_set_option(args.set))
@@ -74,8 +74,7 @@ def run(args: argparse.Namespace) -> int:
         return _error(str(exc))
     except Exception as exc:  # a --set value YAML cannot read
         return _error(f"--set: {exc}")
-    for warning in config_warnings(config):
-        print(f"warning: config {warning}", file=sys.stderr)
+    print_config_warnings(config)
     texts = args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]
     try:
         specs = parse_specs(texts)

@@ -128,7 +128,7 @@ def print_summary(traces: list, names: list[str], out=None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector.config import ConfigError, config_warnings, load_config, parse_set_option
+    from inspector.config import ConfigError, load_config, parse_set_option, print_config_warnings
     from inspector.engines.discovery import EngineLoadError
     from inspector.sessions import load_session
     from inspector.sessions.model import ReaderError
@@ -138,8 +138,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for warning in config_warnings(config):
-        print(f"warning: config {warning}", file=sys.stderr)
+    print_config_warnings(config)
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     engines = args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]
     names = unique_labels(engines)

@@ -52,7 +52,7 @@ def turn_line(trace: Any, turn: int) -> str:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from inspector.config import ConfigError, config_warnings, load_config
+    from inspector.config import ConfigError, load_config, print_config_warnings
     from inspector.engines.discovery import EngineLoadError, load_engine
     from inspector.host.cli import unwritable
     from inspector.live.follow import Follower
@@ -63,8 +63,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for warning in config_warnings(config):
-        print(f"warning: config {warning}", file=sys.stderr)
+    print_config_warnings(config)
     problem = unwritable(args.out) if args.out else None
     if problem:
         print(f"error: --out {args.out}: {problem}", file=sys.stderr)
