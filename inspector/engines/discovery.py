@@ -224,7 +224,7 @@ def _produce(cand: _Candidate, manager: PluginManager) -> Produced:
     else:
         try:
             obj = cand.entry_point.load()
-        except BaseException as exc:  # noqa: BLE001
+        except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
             raise PluginFailure(f"entry point {cand.name!r} ({cand.entry_point.value}) failed to load: {exc}", format_exc(exc)) from None
         ctx = run_register(obj, cand.manifest, manager, "entry-point")
     engine = accepted_engine(ctx, manager)
@@ -275,7 +275,7 @@ def _builtin_info(config: dict[str, Any], construct: bool) -> EngineInfo:
             build_builtin_compressor(config)
         else:
             import inspector.engines.compressor  # noqa: F401
-    except BaseException as exc:  # noqa: BLE001
+    except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
         info.loads = False
         info.error = f"{type(exc).__name__}: {exc}\n\n{format_exc(exc)}"
     return info
@@ -303,7 +303,7 @@ def discover_engines(
                     produced = _produce(cand, manager)
                 except PluginFailure as exc:
                     error = f"{exc}\n\n{exc.details}".rstrip()
-                except BaseException as exc:  # noqa: BLE001
+                except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
                     error = f"{type(exc).__name__}: {exc}\n\n{format_exc(exc)}"
             info = _info_for(cand, produced, error)
             if produced is not None and produced.engine is not None and cand.kind != SOURCE_DIRECTORY:
@@ -324,7 +324,7 @@ def discover_engines(
 def _deepcopy_error(engine: Any) -> str | None:
     try:
         copy.deepcopy(engine)
-    except BaseException as exc:  # noqa: BLE001
+    except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
         return f"{type(exc).__name__}: {exc}"
     return None
 
@@ -380,7 +380,7 @@ def _load_selected(
         info = _builtin_info(config, construct=False)
         try:
             engine = build_builtin_compressor(config)
-        except BaseException as exc:  # noqa: BLE001
+        except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
             raise EngineLoadError(
                 "the built-in 'compressor' engine failed to load", available=_available(config, plugin_dirs, include_project),
                 details=format_exc(exc),
@@ -424,7 +424,7 @@ def _load_selected(
         engine, copy_error = produced.engine, None
         try:
             engine = copy.deepcopy(produced.engine)
-        except BaseException as exc:  # noqa: BLE001
+        except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
             copy_error = f"{type(exc).__name__}: {exc}"
             produced.warnings.append(
                 f"engine cannot be deep-copied per agent ({copy_error}); Hermes would fall back to the built-in "
@@ -483,7 +483,7 @@ def _available(config: dict[str, Any], plugin_dirs: Any, include_project: bool, 
     """Names that would load, for error messages (a full discovery pass: errors are rare)."""
     try:
         infos = discover_engines(config, plugin_dirs, include_project=include_project)
-    except BaseException:  # noqa: BLE001
+    except (Exception, SystemExit):  # not KeyboardInterrupt: the user stops us
         return [DEFAULT_ENGINE]
     names = []
     for info in infos:

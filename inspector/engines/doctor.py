@@ -483,7 +483,7 @@ def _check_imports(loaded: Any, report: DoctorReport) -> None:
 def _check_deepcopy(loaded: Any, report: DoctorReport) -> None:
     try:
         copy.deepcopy(loaded.engine)
-    except BaseException as exc:  # noqa: BLE001
+    except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
         general = loaded.info.source in ("general-plugin", "entry-point")
         status = FAIL if general else WARN
         why = ("Hermes deep-copies general-plugin engines per agent and falls back to the built-in compressor when that fails"

@@ -48,7 +48,7 @@ def _run_into(outcome: CallOutcome, fn: Callable[..., Any], args: tuple, kwargs:
     start = time.perf_counter()
     try:
         outcome.value = ctx.run(fn, *args, **kwargs)
-    except BaseException as exc:  # noqa: BLE001 - engines may raise anything, even SystemExit
+    except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us - engines may raise anything, even SystemExit
         outcome.error = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         outcome.error_type = type(exc).__name__
         outcome.error_message = str(exc)

@@ -98,12 +98,12 @@ def load_package(module_name: str, directory: Path, *, preload_siblings: bool) -
                 sys.modules[sub_name] = sub
                 sub_spec.loader.exec_module(sub)
                 setattr(module, path.stem, sub)
-            except BaseException as exc:  # noqa: BLE001 - a plugin may raise anything, even SystemExit
+            except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us - a plugin may raise anything, even SystemExit
                 sys.modules.pop(sub_name, None)
                 warnings.append(f"sibling module {path.name} failed to import (Hermes ignores this):\n{format_exc(exc)}")
     try:
         spec.loader.exec_module(module)
-    except BaseException as exc:  # noqa: BLE001
+    except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
         for key in [k for k in sys.modules if k == module_name or k.startswith(module_name + ".")]:
             del sys.modules[key]
         raise PluginFailure(f"{init} failed to import: {type(exc).__name__}: {exc}", format_exc(exc)) from None
@@ -139,7 +139,7 @@ def load_directory_engine(name: str, directory: Path, manifest: PluginManifest, 
         ctx = PluginContext(manager, manifest, kind="directory")
         try:
             register(ctx)
-        except BaseException as exc:  # noqa: BLE001
+        except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
             warnings.append(
                 "register(ctx) raised; Hermes falls back to the first ContextEngine subclass:\n" + format_exc(exc)
             )
@@ -158,7 +158,7 @@ def load_directory_engine(name: str, directory: Path, manifest: PluginManifest, 
             continue
         try:
             engine = obj()
-        except BaseException as exc:  # noqa: BLE001
+        except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
             failures.append(f"{attr}() failed, trying the next subclass:\n{format_exc(exc)}")
             continue
         return Produced(engine, f"subclass scan: {attr}()", warnings + failures, ctx, module_name)
@@ -178,7 +178,7 @@ def run_register(obj: Any, manifest: PluginManifest, manager: PluginManager, kin
     ctx = PluginContext(manager, manifest, kind=kind)
     try:
         register(ctx)
-    except BaseException as exc:  # noqa: BLE001
+    except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
         raise PluginFailure(f"plugin {manifest.name!r}: register(ctx) raised {type(exc).__name__}: {exc}", format_exc(exc)) from None
     return ctx
 

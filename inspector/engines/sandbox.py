@@ -8,6 +8,7 @@ the caller passes it explicitly, and then only files new or changed since the st
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -18,6 +19,17 @@ from typing import Any
 import yaml
 
 CONFIG_NAME = "config.yaml"
+
+# Temporary sandboxes not cleaned up yet. An interrupt can land between creating one and the
+# ``try`` that would delete it; whatever is left is deleted when the interpreter exits.
+_LIVE: set[Path] = set()
+
+
+@atexit.register
+def _remove_leftovers() -> None:
+    for path in list(_LIVE):
+        shutil.rmtree(path, ignore_errors=True)
+    _LIVE.clear()
 
 
 @dataclass
@@ -34,6 +46,7 @@ class Sandbox:
         """Delete a temporary sandbox; a real home given by the user is never deleted."""
         if self.temporary:
             shutil.rmtree(self.path, ignore_errors=True)
+            _LIVE.discard(self.path)
 
     def __enter__(self) -> Sandbox:
         return self
@@ -49,6 +62,7 @@ def create_sandbox(config: dict[str, Any], *, real_home: str | Path | None = Non
         path.mkdir(parents=True, exist_ok=True)
         return Sandbox(path=path, temporary=False, baseline=_snapshot(path))
     path = Path(tempfile.mkdtemp(prefix=prefix))
+    _LIVE.add(path)
     os.chmod(path, 0o700)  # the config may hold an API key
     text = yaml.safe_dump(_plain(config), sort_keys=False, allow_unicode=True)
     (path / CONFIG_NAME).write_text(text, encoding="utf-8")
