@@ -41,6 +41,7 @@ class CallOutcome:
     fault: Fault | None = None
     duration: float = 0.0
     thread: str = ""
+    abandoned: Future | None = None  # a pooled job that timed out and may still be running
 
     @property
     def ok(self) -> bool:
@@ -257,6 +258,7 @@ def call_on_pool(fn: Callable[[], Any], timeout: float | None) -> CallOutcome:
             fault=Fault("timeout", f"compress did not finish within {timeout:g} s; the result will be discarded"),
             duration=time.perf_counter() - start,
             thread=holder.get("thread", ""),
+            abandoned=fut,
         )
     except Exception as exc:
         return CallOutcome(fault=exception_fault(exc), duration=time.perf_counter() - start, thread=holder.get("thread", ""))

@@ -17,6 +17,7 @@ import operator
 import re
 import threading
 import time
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from inspector.engines.contract import ContextEngine, engine_overrides_hook
@@ -98,7 +99,8 @@ HOST_DIFFERENCES = [
     "boundary_reason='compression'); no session rotation, no durable cooldowns or locks.",
     "No memory provider, todo store, MoA or ephemeral system prompt; the system prompt never changes on compaction.",
     "Engine tool calls found in the transcript are dispatched to the engine; the transcript's recorded result "
-    "stays in the history and the engine's result is recorded beside it.",
+    "stays in the history and the engine's result is recorded beside it. All engine calls of one batch run "
+    "before the batch's recorded results join the history (Hermes appends each result before the next call).",
     "Compaction summaries written by the original agent are not replayed into the history; they appear as markers.",
     "With no auxiliary provider at all, the built-in compressor's deterministic summary stands in for the LLM "
     "summary Hermes' `auxiliary.compression: auto` would obtain from the main model: no no-provider cooldown, "
@@ -107,6 +109,11 @@ HOST_DIFFERENCES = [
     "(30 s per request without them); plugin engines see the wall clock.",
     "Inline hooks run under a watchdog (inspector.hook_timeout_seconds); Hermes has no such timeout. A hook "
     "that times out twice is not called again in the run (treated as timed out).",
+    "The host reads get_status() after hooks to show it (only when a token attribute changed, for engines that "
+    "keep the base class's); Hermes itself does not call it during a turn.",
+    "A compress that timed out keeps running in the background, as in Hermes; the next pass waits up to one "
+    "more timeout for it (a replay reaches it in milliseconds, the agent after a provider call) and is "
+    "skipped if it is still running: two passes never overlap.",
 ]
 
 
@@ -344,7 +351,10 @@ class Host:
         self._t0 = time.perf_counter()
         self._status_prev: dict[str, Any] | None = None
         self._status_failed = False
-        self._timeouts: dict[str, int] = {}  # inline hook kind -> timeouts so far (see HOOK_TIMEOUTS_BEFORE_SKIP)
+        self._timeouts: dict[str, int] = {}
+        self._abandoned_compress: Any = None  # a timed-out compress still running on the pool
+        self._abandoned_noted = False
+        self._turn_exit: str | None = None  # why Hermes would have ended the current turn early  # inline hook kind -> timeouts so far (see HOOK_TIMEOUTS_BEFORE_SKIP)
         self.trace.meta.setdefault("message_keys", KEY_SCHEME)
         self._status_from_state = getattr(type(engine), "get_status", None) is ContextEngine.get_status
         self._status_raw: tuple[Any, ...] | None = None
@@ -734,6 +744,7 @@ class Host:
             self.clock.observe(timestamp)
         self._compress_attempts = 0
         self._overflow_attempts = 0
+        self._turn_exit = None
         self._turn_calls = 0
         self._last_usage = None
         user = next((m for m in inputs if m.get("role") == "user"), None)
@@ -768,7 +779,8 @@ class Host:
                 self.note(f"the provider failed ({type(exc).__name__}); Hermes ends the turn early and skips "
                           "on_turn_complete")
             raise
-        self._finish_turn(user, last_assistant, failed=False, interrupted=False, reason="completed")
+        exit_reason = self._turn_exit or "completed"
+        self._finish_turn(user, last_assistant, failed=exit_reason != "completed", interrupted=False, reason=exit_reason)
 
     def _finish_turn(self, user: Any, last_assistant: Any, *, failed: bool, interrupted: bool, reason: str) -> None:
         if self._wants_plugin_hook("post_llm_call"):
@@ -1134,8 +1146,9 @@ class Host:
             elif res.ok:
                 result = json.dumps({"error": f"Context engine tool '{name}' returned {type(res.value).__name__}, not a string"})
                 ev.fault = Fault("invalid_return", f"handle_tool_call returned {type(res.value).__name__}, expected str")
-            else:
-                result = json.dumps({"error": f"Context engine tool '{name}' failed: {res.fault.message}"})
+            else:  # Hermes quotes str(exc), without the exception's type
+                detail = res.fault.message.split(": ", 1)[-1] if res.fault.kind == "exception" else res.fault.message
+                result = json.dumps({"error": f"Context engine tool '{name}' failed: {detail}"})
             if len(before) != len(self.history) or any(a != b for a, b in zip(before, self.history)):
                 ev.fault = ev.fault or Fault("mutated_input", "handle_tool_call mutated the live transcript it was given")
                 self._form_cache.clear()
@@ -1203,6 +1216,22 @@ class Host:
                     self.note(f"automatic compression blocked by the engine: {self._blocked_reason(approx_tokens)}",
                               site=site)
                     return False
+        stale = self._abandoned_compress
+        if stale is not None:
+            # Two passes never overlap for one session (§4.3). A replay reaches the next attempt
+            # in milliseconds where the agent would take a provider call's time: give the pass
+            # that timed out up to one more timeout to finish, then skip this attempt.
+            try:
+                stale.result(timeout=max(0.0, self.settings.compress_timeout))
+            except FutureTimeout:
+                if not self._abandoned_noted:
+                    self._abandoned_noted = True
+                    self.note("compression skipped: the pass that timed out is still running in the background "
+                              "(Hermes never runs two passes for one session at once)", site=site)
+                return False
+            except Exception:
+                pass
+            self._abandoned_compress, self._abandoned_noted = None, False
         candidates = {"current_tokens": approx_tokens, "focus_topic": focus_topic, "force": force}
         kwargs = supported_compress_kwargs(e.compress, candidates)
         before = self.history
@@ -1233,6 +1262,13 @@ class Host:
                     call_inline(rec, out.fault.message, failure_kind="stalled", timeout=self.settings.hook_timeout)
                 ev.note = "compression timed out before commit: discarded, transcript unchanged"
                 ev.state = self._state()
+                self._abandoned_compress = out.abandoned
+                if site in ("pre_api", "preflight"):
+                    # Hermes ends the turn here (§4.3); the replay goes on with the transcript.
+                    self._turn_exit = "context_compression_timeout"
+                    self.fault("context_compression_timeout",
+                               "Hermes would end this turn here (failed, context_compression_timeout); "
+                               "the replay continues with the transcript", site=site)
             return False
         result = out.value
         if getattr(e, "_last_compress_aborted", False):

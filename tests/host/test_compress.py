@@ -84,6 +84,34 @@ def test_a_compress_past_the_timeout_is_discarded(config, nocache):
     assert first_user["content"].startswith("Please look at module 0")
 
 
+def test_a_timed_out_pass_still_running_is_never_overlapped_and_the_turn_is_marked_failed(config, nocache):
+    import threading
+
+    config["compression"]["context_timeout_seconds"] = 0.2
+    running, overlaps, turns = [], [], []
+    lock = threading.Lock()
+
+    class Slow(LowThreshold):
+        def compress(self, messages, **kw):
+            with lock:
+                running.append(1)
+                if len(running) > 1:
+                    overlaps.append(len(running))
+            time.sleep(0.8)
+            with lock:
+                running.pop()
+            return messages[-2:]
+
+        def on_turn_complete(self, messages, usage=None, **kw):
+            turns.append((kw["failed"], kw["turn_exit_reason"]))
+
+    trace = replay(coding_session(6), Slow(), config, simulator=nocache)
+    assert overlaps == []
+    assert any("still running" in (e.note or "") for e in trace.events)
+    assert any(e.fault is not None and e.fault.kind == "context_compression_timeout" for e in trace.events)
+    assert (True, "context_compression_timeout") in turns  # §4.3: the pre-API gate ends the turn
+
+
 def test_old_signatures_get_only_the_arguments_they_declare(config, nocache):
     got = {}
 

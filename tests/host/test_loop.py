@@ -65,7 +65,7 @@ def test_an_engine_tool_that_raises_gives_hermes_error_text_and_a_fault(config, 
     ev = next(e for e in trace.events if e.kind == EV_TOOL)
     assert ev.fault.kind == "exception" and "kaboom" in ev.fault.message
     content = json.loads(trace.store.get(ev.result["$msg"])["content"])
-    assert content["error"].startswith("Context engine tool 'ctx_grep' failed")
+    assert content["error"] == "Context engine tool 'ctx_grep' failed: kaboom"  # str(exc), as Hermes writes it
 
 
 def test_on_turn_complete_gets_a_clone_and_the_last_usage(config, nocache):
