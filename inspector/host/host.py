@@ -24,8 +24,11 @@ from inspector.engines.contract import ContextEngine, engine_overrides_hook
 from inspector.host.guard import CallOutcome, call_inline, call_on_pool
 from inspector.host.responders import ProviderResponse, Responder
 from inspector.host.shaping import (
-    drop_orphan_tool_results,
+    VALID_ROLES,
+    call_id,
+    describe_sanitised,
     sanitize_message,
+    sanitize_request,
     shape_message,
     validate_messages,
     validate_selection,
@@ -286,7 +289,7 @@ class _Assembly:
     """The request forms of one history list, with running token sums."""
 
     __slots__ = ("history", "n", "shaped", "wire", "keys", "tiks", "roles", "chars", "images", "tik", "raw_chars",
-                 "raw_images")
+                 "raw_images", "open_calls", "open_results", "bad_roles")
 
     def __init__(self, history: list[dict[str, Any]]) -> None:
         self.history = history
@@ -297,12 +300,39 @@ class _Assembly:
         self.tiks: list[int] = []
         self.roles: list[str] = []  # for the cache simulator's reasons, kept so a request costs no lookups
         self.chars = self.images = self.tik = self.raw_chars = self.raw_images = 0
+        # Tool calls without a result and results without a call so far, and refused roles: while
+        # all are empty Hermes' request sanitiser has nothing to do, which a request checks in O(1).
+        self.open_calls: set[str] = set()
+        self.open_results: set[str] = set()
+        self.bad_roles = 0
+
+    @property
+    def clean(self) -> bool:
+        return not (self.open_calls or self.open_results or self.bad_roles)
 
     def add(self, shaped: dict, wire: dict, key: str, tokens: dict[str, int], raw_chars: int, raw_images: int) -> None:
         self.shaped.append(shaped)
         self.wire.append(wire)
         self.keys.append(key)
-        self.roles.append(wire.get("role", "?"))
+        role = wire.get("role", "?")
+        self.roles.append(role)
+        if role == "tool":
+            cid = wire.get("tool_call_id")
+            if cid:
+                if cid in self.open_calls:
+                    self.open_calls.discard(cid)
+                else:
+                    self.open_results.add(cid)
+        elif role == "assistant":
+            for call in wire.get("tool_calls") or ():
+                cid = call_id(call)
+                if cid:
+                    if cid in self.open_results:
+                        self.open_results.discard(cid)
+                    else:
+                        self.open_calls.add(cid)
+        elif role not in VALID_ROLES:
+            self.bad_roles += 1
         self.tiks.append(tokens["tiktoken"])
         self.chars += tokens["rough_chars"]
         self.images += tokens["images"]
@@ -354,6 +384,7 @@ class Host:
         self._timeouts: dict[str, int] = {}
         self._abandoned_compress: Any = None  # a timed-out compress still running on the pool
         self._abandoned_noted = False
+        self._last_sanitised: dict[str, int] | None = None
         self._turn_exit: str | None = None  # why Hermes would have ended the current turn early  # inline hook kind -> timeouts so far (see HOOK_TIMEOUTS_BEFORE_SKIP)
         self.trace.meta.setdefault("message_keys", KEY_SCHEME)
         self._status_from_state = getattr(type(engine), "get_status", None) is ContextEngine.get_status
@@ -938,21 +969,39 @@ class Host:
             result = request_arg
         elif result is request_arg and mutated:
             ev.note = "engine edited request_messages in place and returned it"
-        selected = [sanitize_message(m) for m in result]
-        selected, dropped = drop_orphan_tool_results(selected)
+        selected, done = sanitize_request([sanitize_message(m) for m in result])
         new_keys = tuple(self.store.put(m) for m in selected)
         for k, m in zip(new_keys, selected):
             self._count(k, m)
         ev.result = {"$list": self.store.put_list(new_keys)}
-        if dropped:
-            ev.note = f"host sanitiser dropped {len(dropped)} orphan tool result(s) from the selection"
+        if any(done.values()):
+            ev.note = describe_sanitised(done)
         if new_keys == keys:
             return wire, keys, False
         return selected, new_keys, True
 
-    def _pressure(self, asm: _Assembly, keys: tuple[str, ...], by_engine: bool) -> tuple[int, int]:
+    def _sanitised(self, asm: _Assembly, keys: tuple[str, ...]) -> tuple[list[dict], tuple[str, ...]]:
+        """The assembled request after Hermes' sanitiser, for a history with unpaired tool calls or
+        results or refused roles (a compress result, a damaged transcript)."""
+        selected, done = sanitize_request(asm.wire)
+        if selected is asm.wire:
+            return selected, keys
+        key_of = {id(w): k for w, k in zip(asm.wire, keys)}
+        sel_keys = []
+        for m in selected:
+            k = key_of.get(id(m))
+            if k is None:  # a stub result
+                k = self.store.put(m)
+                self._count(k, m)
+            sel_keys.append(k)
+        if done != self._last_sanitised:  # said when it changes, not at every request
+            self._last_sanitised = done
+            self.note(describe_sanitised(done))
+        return selected, tuple(sel_keys)
+
+    def _pressure(self, asm: _Assembly, keys: tuple[str, ...], differs: bool) -> tuple[int, int]:
         """(rough pressure for the pre-API gate, tokenizer count) of the request being sent."""
-        if by_engine:
+        if differs:
             chars = images = tik = 0
             tokens = self.store.tokens
             for k in keys:
@@ -976,7 +1025,9 @@ class Host:
             asm = self._assembly()
             keys = tuple(asm.keys)  # one copy per request, shared by the trace's list and the simulator
             selected, sel_keys, by_engine = self._select(asm, keys)
-            pressure, tik = self._pressure(asm, sel_keys, by_engine)
+            if not by_engine and not asm.clean:
+                selected, sel_keys = self._sanitised(asm, keys)
+            pressure, tik = self._pressure(asm, sel_keys, sel_keys is not keys)
             s = self.settings
             if (
                 s.compression_enabled
@@ -1073,7 +1124,8 @@ class Host:
         # Through the per-message cache: the assistant joins the history next, already shaped.
         a_key = self._forms(assistant)[2]
         completion = self.store.tokens[a_key]["tiktoken"]
-        if by_engine:
+        differs = sel_keys is not keys  # chosen by the engine or changed by the sanitiser
+        if differs:
             tokens, messages = self.store.tokens, self.store.messages
             block_tokens = [tokens[k]["tiktoken"] for k in sel_keys]
             roles = [messages[k].get("role", "?") for k in sel_keys]
@@ -1089,7 +1141,7 @@ class Host:
                           cache_write_1h_tokens=self._write_1h, source="synthesised")
         usage_dict = usage.to_hermes_dict()
         assembled_id = self.store.put_list(keys)
-        selected_id = assembled_id if not by_engine else self.store.put_list(sel_keys)
+        selected_id = assembled_id if not differs else self.store.put_list(sel_keys)
         request = Request(
             index=req_index, turn=self.turn, call=self._turn_calls - 1, event=0,
             assembled=assembled_id, selected=selected_id, selected_by_engine=by_engine,

@@ -61,28 +61,51 @@ def sanitize_message(message: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def drop_orphan_tool_results(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
-    """Remove tool results that answer no earlier call; returns the list and dropped indices.
+# Roles the provider accepts; anything else is dropped before a call (Hermes' allow-list).
+VALID_ROLES = frozenset({"system", "user", "assistant", "tool", "function", "developer"})
+# What Hermes sends in place of a tool result that no longer exists (its exact words).
+STUB_RESULT = "[Result unavailable — see context summary above]"
 
-    Returns the same list object when nothing is dropped, so the common case costs one pass.
+
+def call_id(call: Any) -> str:
+    """A tool call's id as Hermes reads it (``call_id`` first, then ``id``)."""
+    return (call.get("call_id") or call.get("id") or "") if isinstance(call, dict) else ""
+
+
+def sanitize_request(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Hermes' last pass over a request (``_sanitize_api_messages``, §2.4 step 7).
+
+    Drops messages whose role the API refuses, drops tool results whose call is in no assistant
+    message of the request, and adds a stub result right after each call that has none.
+    Returns the list (the same object when nothing changed) and what was done.
     """
-    seen: set[str] = set()
-    dropped: list[int] = []
-    for i, msg in enumerate(messages):
-        role = msg.get("role")
-        if role == "assistant":
-            for call in msg.get("tool_calls") or ():
-                if isinstance(call, dict):
-                    cid = call.get("call_id") or call.get("id")
-                    if cid:
-                        seen.add(cid)
-        elif role == "tool":
-            if msg.get("tool_call_id") not in seen:
-                dropped.append(i)
-    if not dropped:
-        return messages, []
-    drop = set(dropped)
-    return [m for i, m in enumerate(messages) if i not in drop], dropped
+    kept = [m for m in messages if m.get("role") in VALID_ROLES]
+    calls = {cid for m in kept if m.get("role") == "assistant" for c in (m.get("tool_calls") or ()) if (cid := call_id(c))}
+    results = {m.get("tool_call_id") for m in kept if m.get("role") == "tool" and m.get("tool_call_id")}
+    orphans, missing = results - calls, calls - results
+    done = {"roles": len(messages) - len(kept), "orphans": 0, "stubs": 0}
+    if orphans:
+        before = len(kept)
+        kept = [m for m in kept if not (m.get("role") == "tool" and m.get("tool_call_id") in orphans)]
+        done["orphans"] = before - len(kept)
+    if missing:
+        patched: list[dict[str, Any]] = []
+        for m in kept:
+            patched.append(m)
+            if m.get("role") == "assistant":
+                for c in m.get("tool_calls") or ():
+                    if call_id(c) in missing:
+                        patched.append({"role": "tool", "content": STUB_RESULT, "tool_call_id": call_id(c)})
+                        done["stubs"] += 1
+        kept = patched
+    return (messages, done) if not any(done.values()) else (kept, done)
+
+
+def describe_sanitised(done: dict[str, int]) -> str:
+    parts = [f"{n} {what}" for what, n in (("message(s) with a role the API refuses dropped", done["roles"]),
+                                           ("orphan tool result(s) dropped", done["orphans"]),
+                                           ("stub result(s) added for calls without one", done["stubs"])) if n]
+    return "host sanitiser (Hermes' last pass before a call): " + ", ".join(parts)
 
 
 def validate_selection(result: Any) -> str | None:

@@ -112,6 +112,29 @@ def test_a_timed_out_pass_still_running_is_never_overlapped_and_the_turn_is_mark
     assert (True, "context_compression_timeout") in turns  # §4.3: the pre-API gate ends the turn
 
 
+def test_a_compress_result_with_unpaired_tool_messages_is_mended_before_it_is_sent(config, nocache):
+    from inspector.host.shaping import STUB_RESULT
+
+    class Careless(LowThreshold):
+        def compress(self, messages, **kw):
+            # keeps a tool result whose call it summarised away, and a call whose result it dropped
+            self.compression_count += 1
+            head = [m for m in messages if m.get("role") == "system"][:1]
+            orphan = next(m for m in messages if m.get("role") == "tool")
+            call = next(m for m in reversed(messages) if m.get("role") == "assistant" and m.get("tool_calls"))
+            return head + [{"role": "user", "content": "summary"}, orphan, call]
+
+    trace = replay(coding_session(6), Careless(), config, simulator=nocache)
+    assert committed(trace)
+    after = next(r for r in trace.requests if r.event > committed(trace)[0].index)
+    sent = trace.store.materialise(after.selected)
+    results = {m.get("tool_call_id") for m in sent if m.get("role") == "tool"}
+    calls = {c["id"] for m in sent if m.get("role") == "assistant" for c in m.get("tool_calls") or ()}
+    assert results <= calls  # no orphan went out
+    assert any(m.get("content") == STUB_RESULT for m in sent)  # the call that lost its result got a stub
+    assert any("host sanitiser" in (e.note or "") for e in trace.events)
+
+
 def test_old_signatures_get_only_the_arguments_they_declare(config, nocache):
     got = {}
 

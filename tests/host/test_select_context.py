@@ -132,3 +132,16 @@ def test_duck_typed_engines_are_called(config, nocache):
     DuckTyped.calls = 0
     trace = run(DuckTyped(), config, nocache)
     assert DuckTyped.calls == len(trace.requests) > 0
+
+
+def test_a_selection_goes_through_hermes_sanitiser_before_it_is_sent(config, nocache):
+    # A role the API refuses is dropped; a call whose result the engine left out gets a stub.
+    def pick(req):
+        call = next(m for m in req if m.get("role") == "assistant" and m.get("tool_calls"))
+        return [req[0], {"role": "banana", "content": "?"}, call]
+
+    trace = run(make(pick), config, nocache, turns=4)
+    last = trace.requests[-1]
+    sent = trace.store.materialise(last.selected)
+    assert [m["role"] for m in sent] == ["system", "assistant", "tool"]
+    assert "stub" in (select_events(trace)[-1].note or "")
