@@ -40,12 +40,26 @@ KNOWN = {
     "model": ("default", "provider", "base_url", "context_length", "max_tokens", "api_key", "api_mode"),
     "compression": ("enabled", "threshold", "target_ratio", "protect_last_n", "protect_first_n",
                     "abort_on_summary_failure", "in_place", "model_thresholds", "threshold_tokens",
-                    "context_timeout_seconds", "context_total_ceiling_seconds", "max_attempts"),
+                    "context_timeout_seconds", "context_total_ceiling_seconds", "max_attempts",
+                    "min_tail_user_messages", "proactive_prune_tokens", "proactive_prune_min_result_chars",
+                    "proactive_prune_min_reclaim_tokens", "micro_compact", "idle_compact_after_seconds"),
     "prompt_caching": ("cache_ttl",),
     "inspector": ("tokenizer", "cache_profile", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines",
                   "offline_fallback_counts", "aux_offline_stand_in"),
 }
 CACHE_TTLS = ("5m", "1h")
+# Newer Hermes settings the inspector reads but does not model yet, with the value its results
+# correspond to (Hermes' default): set to anything else, they are reported as having no effect.
+NOT_MODELLED: dict[str, Any] = {
+    "compression.threshold_tokens": (None, 0),
+    "compression.context_total_ceiling_seconds": (600,),
+    "compression.min_tail_user_messages": (1,),
+    "compression.proactive_prune_tokens": (0,),
+    "compression.proactive_prune_min_result_chars": (8000,),
+    "compression.proactive_prune_min_reclaim_tokens": (4096,),
+    "compression.micro_compact": (False,),
+    "compression.idle_compact_after_seconds": (0,),
+}
 
 
 class ConfigProblem(ValueError):
@@ -95,6 +109,11 @@ def check_config(config: dict[str, Any]) -> list[str]:
         why = _bad(kind, value, low, high) if present else None
         if why:
             warnings.append(f"{dotted}: {why}, got {value!r}; Hermes ignores it and uses {fallback}")
+    for dotted, defaults in NOT_MODELLED.items():
+        present, value = _get(config, dotted)
+        if present and value not in defaults:
+            warnings.append(f"{dotted}: {value!r} has no effect in the inspector (it does not model this Hermes "
+                            f"setting yet); results are as with {defaults[0]!r}")
     present, ttl = _get(config, "prompt_caching.cache_ttl")
     if present and ttl not in CACHE_TTLS:
         warnings.append(f"prompt_caching.cache_ttl: {ttl!r} is not one of {', '.join(CACHE_TTLS)}; "

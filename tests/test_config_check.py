@@ -34,7 +34,7 @@ def test_a_near_miss_key_is_pointed_out_and_a_valid_config_is_quiet():
     assert any("inspector.hook_timout_seconds" in w for w in warnings)
     assert config_warnings(load_config(None)) == []
     # Hermes keys we do not model (and are no near miss) load silently: a real config loads unchanged
-    assert config_warnings(load_config(None, {"compression": {"micro_compact": True}, "memory": {"x": 1}})) == []
+    assert config_warnings(load_config(None, {"compression": {"hygiene_timeout_seconds": 30}, "memory": {"x": 1}})) == []
 
 
 def test_the_model_may_be_given_as_a_name_alone():
@@ -47,3 +47,11 @@ def test_set_rejects_an_empty_key_and_unreadable_yaml():
         parse_set_option(["=5"])
     with pytest.raises(ConfigError, match="not valid YAML"):
         parse_set_option(["compression.threshold=[1,2"])
+
+
+def test_hermes_settings_the_inspector_does_not_model_are_said_to_have_no_effect():
+    warnings = config_warnings(load_config(None, {"compression": {"threshold_tokens": 70000, "micro_compact": True}}))
+    assert any(w.startswith("compression.threshold_tokens: 70000 has no effect") for w in warnings)
+    assert any(w.startswith("compression.micro_compact: True has no effect") for w in warnings)
+    # at Hermes' defaults they change nothing, so nothing is said
+    assert config_warnings(load_config(None, {"compression": {"threshold_tokens": None, "micro_compact": False}})) == []
