@@ -430,6 +430,13 @@ def _load_selected(
                 f"engine cannot be deep-copied per agent ({copy_error}); Hermes would fall back to the built-in "
                 "compressor here. The inspector uses the original instance."
             )
+        enabled = cfg_get(config, "plugins.enabled", []) or []
+        if cand.kind == SOURCE_GENERAL and info.plugin not in (enabled if isinstance(enabled, list) else []):
+            produced.warnings.append(
+                f"general plugin {info.plugin!r} is not in plugins.enabled: Hermes loads only the plugins listed "
+                f"there, so it would not find engine {name!r} and would use the built-in compressor. The "
+                "inspector loads it because you named it; add it to plugins.enabled to match Hermes."
+            )
         return make(engine, info, produced.warnings, deepcopy_error=copy_error,
                     ctx_calls=list(produced.ctx.calls if produced.ctx else []))
     details = "\n".join(failures)

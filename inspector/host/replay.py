@@ -244,6 +244,8 @@ def replay(
         hermes_home=str(getattr(sandbox, "path", sandbox) or ""), model=model, session_clock=True,
     )
     _pin_summary_date(engine, session)
+    for warning in getattr(loaded, "warnings", None) or ():
+        host.note(f"engine loading: {warning}")  # what Hermes would have done differently, in the trace
     started = time.perf_counter()
     from inspector.llm import aux
 

@@ -103,6 +103,20 @@ def test_general_plugin_registers_hooks_tools_and_is_deep_copied(config):
         loaded.close()
 
 
+def test_a_general_plugin_hermes_would_not_load_is_warned_about(config):
+    loaded = _load("fixture_general", config)
+    try:  # not in plugins.enabled: Hermes would not load it, the inspector says so
+        assert any("not in plugins.enabled" in w for w in loaded.warnings)
+    finally:
+        loaded.close()
+    config["plugins"] = {"enabled": [loaded.info.plugin], "disabled": []}
+    loaded = _load("fixture_general", config)
+    try:
+        assert not any("not in plugins.enabled" in w for w in loaded.warnings)
+    finally:
+        loaded.close()
+
+
 def test_general_plugin_that_cannot_be_copied_is_reported(config):
     loaded = _load("fixture_nocopy", config)
     try:
