@@ -254,6 +254,8 @@ class CompareRunner(ThreadedRunner):
             self._cancel.set()
 
     def _on_progress(self, label: str, done: int, total: int) -> None:
+        if not self._current():
+            return
         self._done[label] = (done, total)
         d = sum(v[0] for v in self._done.values())
         t = sum(v[1] for v in self._done.values())

@@ -112,6 +112,7 @@ class ThreadedRunner(QObject):
         self._thread: QThread | None = None
         self._worker: QObject | None = None
         self._cancel = threading.Event()
+        self._abandoned: list[tuple[QThread, QObject | None]] = []
 
     @property
     def running(self) -> bool:
@@ -128,11 +129,21 @@ class ThreadedRunner(QObject):
         thread.setObjectName(self.thread_name)
         worker.moveToThread(thread)
         thread.started.connect(worker.run)
+        # The thread ends the moment its job does (direct: on the worker's thread), so wait() on
+        # the GUI thread returns then instead of waiting for a queued quit it would itself block.
+        for name in ("done", "failed", "cancelled"):
+            signal = getattr(worker, name, None)
+            if signal is not None:
+                signal.connect(thread.quit, Qt.ConnectionType.DirectConnection)
         worker.done.connect(self._on_done)
         worker.failed.connect(self._on_failed)
         self._thread, self._worker = thread, worker
         self.running_changed.emit(True)
         thread.start()
+
+    def _current(self) -> bool:
+        """The signal being handled comes from the job in progress (not one abandoned by wait())."""
+        return self._worker is not None and self.sender() is self._worker
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -148,6 +159,15 @@ class ThreadedRunner(QObject):
             self._cleanup()
         return stopped
 
+    def abandon(self) -> None:
+        """Give up on a job that does not stop (an engine stuck inside a hook): it finishes on its
+        own thread, its result is ignored, and a new job can start."""
+        if self._thread is not None:
+            self._abandoned.append((self._thread, self._worker))  # kept alive until the thread ends
+            self._thread, self._worker = None, None
+            self.running_changed.emit(False)
+        self._abandoned = [(t, w) for t, w in self._abandoned if not t.isFinished()]
+
     def _cleanup(self) -> None:
         thread, worker = self._thread, self._worker
         self._thread, self._worker = None, None
@@ -160,10 +180,14 @@ class ThreadedRunner(QObject):
         self.running_changed.emit(False)
 
     def _on_done(self, result: Any) -> None:
+        if not self._current():
+            return
         self._cleanup()
         self.finished.emit(result)
 
     def _on_failed(self, message: str, details: str) -> None:
+        if not self._current():
+            return
         self._cleanup()
         self.failed.emit(message, details)
 
@@ -177,11 +201,17 @@ class ReplayRunner(ThreadedRunner):
 
     def start(self, req: ReplayRequest) -> None:
         worker = _Worker(req, self._new_cancel_event())
-        worker.progress.connect(self.progress)
+        worker.progress.connect(self._on_progress)
         worker.cancelled.connect(self._on_cancelled)
         self._launch(worker)
 
+    def _on_progress(self, done: int, total: int) -> None:
+        if self._current():
+            self.progress.emit(done, total)
+
     def _on_cancelled(self, trace: Trace | None) -> None:
+        if not self._current():
+            return
         self._cleanup()
         self.cancelled.emit(trace)
 

@@ -697,6 +697,7 @@ class MainWindow(QMainWindow):
             kind = loaders.sniff(path)
             if kind == loaders.KIND_TRACE:
                 trace = loaders.load_trace_file(path)
+                self._stop_background_jobs()
                 self.session = None
                 self.trace_path, self.bundle_run = path, None
                 self.set_trace(trace, cursor=cursor, source=path)
@@ -706,6 +707,7 @@ class MainWindow(QMainWindow):
                 with_trace = [r for r in comparison.runs if r.trace is not None]
                 if not with_trace:
                     raise loaders.OpenError(f"{path}: the comparison bundle holds no runs with a trace")
+                self._stop_background_jobs()
                 self.session = None
                 if len(with_trace) == 1:
                     self.trace_path, self.bundle_run = path, comparison.runs.index(with_trace[0])
@@ -728,6 +730,7 @@ class MainWindow(QMainWindow):
                         return False
                     spec = f"{db_path}#{sid}"
                 session = loaders.load_session_file(spec)
+                self._stop_background_jobs()
                 self.session = session
                 self.trace_path, self.bundle_run = None, None
                 self.source_path = spec
@@ -750,6 +753,14 @@ class MainWindow(QMainWindow):
             return False
         self._add_recent(path)
         return True
+
+    def _stop_background_jobs(self) -> None:
+        """A new file replaces what is shown: the replay or comparison of the old one is abandoned."""
+        for runner in (self.replay_runner, self.compare_runner):
+            if runner.running and not runner.wait(2_000):
+                runner.abandon()
+                self.show_message("The previous replay is still inside an engine hook; it finishes in the "
+                                  "background and its result is discarded.", "warning")
 
     def _recent(self) -> list[str]:
         value = self.settings.value("recent_files", [])
@@ -780,6 +791,9 @@ class MainWindow(QMainWindow):
         if self.session is None:
             self.show_message("Open a session first: a replay needs a transcript (a saved trace is already replayed).",
                               "info")
+            return
+        if self.compare_runner.running:
+            self.show_message("A comparison is running; cancel it first.", "warning")
             return
         if self.replay_runner.running:
             self.replay_runner.wait(5_000)

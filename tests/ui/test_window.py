@@ -277,6 +277,35 @@ def test_replay_cancel_never_crashes(window, qtbot, tmp_path: Path) -> None:
     assert window.message_bar.text() or window.trace is not None
 
 
+def test_opening_a_file_during_a_replay_abandons_it_for_the_new_one(window, qtbot, tmp_path: Path) -> None:
+    import time
+
+    from inspector.ui.app import DEMO_SESSION
+
+    small = _tiny_session(tmp_path)
+    assert window.open_path(str(DEMO_SESSION))  # a long replay, on the worker
+    qtbot.waitUntil(lambda: window.replay_runner.running, timeout=5_000)
+    start = time.perf_counter()
+    assert window.open_path(str(small))
+    assert time.perf_counter() - start < 3  # the old job stops at its next turn; no freeze
+    qtbot.waitUntil(lambda: not window.replay_runner.running and window.trace is not None, timeout=60_000)
+    qtbot.wait(300)  # anything the abandoned job still sends must be ignored
+    assert window.trace.meta["session"]["path"] == str(small) and window.trace.turn_count == 4
+
+
+def test_closing_the_window_during_a_replay_returns_at_once(make_window, qtbot) -> None:
+    import time
+
+    from inspector.ui.app import DEMO_SESSION
+
+    window = make_window()
+    assert window.open_path(str(DEMO_SESSION))
+    qtbot.waitUntil(lambda: window.replay_runner.running, timeout=5_000)
+    start = time.perf_counter()
+    assert window.replay_runner.wait(10_000)
+    assert time.perf_counter() - start < 3 and not window.replay_runner.running
+
+
 def _gui_args(**kw) -> argparse.Namespace:
     base = dict(file=None, engine=[], config=None, plugin_dir=[], screenshot=None, cursor=None, panel=None, size="1200x800")
     base.update(kw)
