@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMenu,
+    QMessageBox,
     QScrollArea,
     QSizePolicy,
     QToolBar,
@@ -181,6 +182,7 @@ class MainWindow(QMainWindow):
         )
         self.ask_comparison_path: Callable[[str], str | None] = self._ask_comparison_path
         self.ask_html_path: Callable[[str], str | None] = self._ask_html_path
+        self.ask_unsaved: Callable[[], str] = self._ask_unsaved  # "save", "discard" or "cancel"
 
         # Everything is a dock; the central widget stays hidden so the docks share the window.
         self.message_bar = MessageBar()
@@ -1182,7 +1184,22 @@ class MainWindow(QMainWindow):
             event.acceptProposedAction()
             QTimer.singleShot(0, lambda: self.open_path(files[0]))
 
+    def _ask_unsaved(self) -> str:
+        box = QMessageBox(QMessageBox.Icon.Question, APP, "The bookmarks of this trace are not saved.", parent=self)
+        box.setInformativeText("Save them in the trace file before closing?")
+        box.setStandardButtons(QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                               | QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(QMessageBox.StandardButton.Save)
+        answer = box.exec()
+        return {QMessageBox.StandardButton.Save: "save", QMessageBox.StandardButton.Discard: "discard"}.get(
+            QMessageBox.StandardButton(answer), "cancel")
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        if self.modified and self.trace is not None:
+            choice = self.ask_unsaved()
+            if choice == "cancel" or (choice == "save" and not self.save()):
+                event.ignore()
+                return
         self.replay_runner.wait(10_000)
         self.compare_runner.wait(10_000)
         self.chat_panel.shutdown(10_000)

@@ -103,6 +103,7 @@ def make_window(qapp: QApplication, settings: QSettings) -> Iterator:
     def make(**kwargs) -> MainWindow:
         kwargs.setdefault("restore_layout", False)
         window = MainWindow(kwargs.pop("settings", settings), **kwargs)
+        window.ask_unsaved = lambda: "discard"  # teardown closes windows; never a modal question
         window.resize(1400, 900)
         window.show()
         QApplication.processEvents()

@@ -240,6 +240,24 @@ def test_export_panel_png(window, demo_trace: Trace, tmp_path: Path) -> None:
     assert not window.export_panel("nope", str(tmp_path / "x.png"))
 
 
+def test_closing_with_unsaved_bookmarks_asks_first(make_window, tmp_path: Path) -> None:
+    from inspector.trace.io import load_trace
+
+    window = make_window()
+    window.set_trace(build_trace(20, seed=11))
+    window.set_bookmark(9, "look here")
+    asked = []
+    window.ask_unsaved = lambda: asked.append(1) or "cancel"
+    window.close()
+    assert asked and window.isVisible()  # cancel keeps the window and the bookmark
+    path = tmp_path / "kept.trace.json"
+    window.ask_save_path = lambda suggestion: str(path)
+    window.ask_unsaved = lambda: "save"
+    window.close()
+    assert not window.isVisible()
+    assert [(m.event, m.label) for m in load_trace(path).marks] == [(9, "look here")]
+
+
 def _tiny_session(tmp_path: Path) -> Path:
     messages = [{"role": "system", "content": "You are terse."}]
     for i in range(4):
