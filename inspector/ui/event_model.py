@@ -47,6 +47,14 @@ _CELL_OFFSET = cell_offsets(len(COLUMNS), icons=True)
 _BOLD_KINDS = frozenset({tm.EV_TURN, tm.EV_COMPRESS})
 
 
+def _pruned(ev: tm.Event) -> bool:
+    """A prune that removed something (most calls prune nothing and would drown the compressions)."""
+    if ev.kind != tm.EV_PRUNE:
+        return False
+    count = ev.result.get("count") if isinstance(ev.result, dict) else None
+    return ev.fault is not None or (isinstance(count, int) and count > 0) or "$list" in (ev.result or {})
+
+
 class EventTreeModel(QAbstractItemModel):
     """Read-only tree (or flat filtered list) over a trace's events."""
 
@@ -172,7 +180,7 @@ class EventTreeModel(QAbstractItemModel):
             for ev in trace.events:
                 if quick:
                     hit = (
-                        (QUICK_COMPRESSIONS in quick and ev.kind in (tm.EV_COMPRESS, tm.EV_PRUNE))
+                        (QUICK_COMPRESSIONS in quick and (ev.kind == tm.EV_COMPRESS or _pruned(ev)))
                         or (QUICK_FAULTS in quick and ev.fault is not None)
                         or (QUICK_CACHE_MISSES in quick and is_cache_miss(trace, ev))
                         or (QUICK_BOOKMARKS in quick and ev.index in marked)

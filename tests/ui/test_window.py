@@ -124,6 +124,19 @@ def test_event_tree_places_every_event_once(demo_trace: Trace) -> None:
     assert model.event_of(parent) == demo_trace.requests[sel.request].event
 
 
+def test_the_compressions_filter_skips_prunes_that_pruned_nothing(window) -> None:
+    trace = build_trace(30, seed=5)
+    idle = trace.add_event(tm.Event(index=0, kind=tm.EV_PRUNE, result={"count": 0}))
+    useful = trace.add_event(tm.Event(index=0, kind=tm.EV_PRUNE, result={"count": 3}))
+    trace.finish()
+    window.set_trace(trace)
+    events = window.panels["events"]
+    events.set_quick_filter(QUICK_COMPRESSIONS, True)
+    shown = [events.model.event_of(events.model.index(r, 0)) for r in range(events.model.rowCount())]
+    assert useful.index in shown and idle.index not in shown
+    assert set(trace.compress_events) <= set(shown)
+
+
 def test_quick_and_text_filters(window, faulty_trace: Trace) -> None:
     window.set_trace(faulty_trace)
     events = window.panels["events"]
