@@ -327,6 +327,16 @@ class MainWindow(QMainWindow):
         for view in views:
             view.sigXRangeChanged.connect(sync)
 
+    def reset_zoom(self) -> None:
+        """Every request back in view on the shared request axis, y fitted again."""
+        rows = self.compare_view.row_count if self.compare_view is not None else (
+            len(self.trace.requests) if self.trace is not None else 0)
+        for panel in self.trace_panels():
+            view = panel.x_view()
+            if view is not None:
+                view.enableAutoRange(axis="y")
+                view.setXRange(-0.5, max(1, rows) - 0.5, padding=0.01)
+
     def reset_layout(self) -> None:
         """The default arrangement: navigator left, plots top, detail panels tabbed below."""
         self._arrange(tabbed=True)
@@ -454,6 +464,8 @@ class MainWindow(QMainWindow):
                                    "Replay a session another program is writing, as it grows"),
             "doctor": self._action("Engine &doctor…", lambda: self.run_doctor(None), None,
                                    "Check the selected engine the way Hermes would load and call it"),
+            "reset_zoom": self._action("Reset &zoom", self.reset_zoom, "Ctrl+0",
+                                       "Show every request again after zooming or panning a plot"),
             "reset_layout": self._action("Reset layout", self.reset_layout),
             "tile": self._action("Show all panels (tiled)", self.tile_all),
             "about": self._action("About", self._about),
@@ -495,6 +507,7 @@ class MainWindow(QMainWindow):
         for dock in self.tool_docks.values():
             view_menu.addAction(dock.toggleViewAction())
         view_menu.addSeparator()
+        view_menu.addAction(self.act["reset_zoom"])
         view_menu.addAction(self.act["reset_layout"])
         view_menu.addAction(self.act["tile"])
         help_menu = bar.addMenu("&Help")
@@ -842,9 +855,12 @@ class MainWindow(QMainWindow):
     # -- comparison mode -------------------------------------------------------------------------------
     def _set_compare_view(self, view: CompareView | None) -> None:
         """Tell every comparison-aware panel what it is showing (before the trace arrives)."""
+        leaving = view is None and self.compare_view is not None
         self.compare_view = view
         if view is None:
             self.comparison = None
+        if leaving and not self.tool_docks["runs"].visibleRegion().isEmpty():
+            self.docks["diff"].raise_()  # the Runs tab is empty outside a comparison: show the diff
         for panel in self.trace_panels():
             setter = getattr(panel, "set_comparison", None)
             if callable(setter):

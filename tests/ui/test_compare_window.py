@@ -223,8 +223,11 @@ def test_save_reopen_and_html_report(cwindow, make_window, files, tmp_path: Path
 def test_single_trace_mode_comes_back(cwindow, files, demo_trace: Trace) -> None:
     w = cwindow
     open_comparison(w, files)
+    w.tool_docks["runs"].raise_()
+    QApplication.processEvents()
     w.set_trace(demo_trace)
     QApplication.processEvents()
+    assert not w.docks["diff"].visibleRegion().isEmpty()  # the empty Runs tab gives way to the diff
     assert w.comparison is None and w.compare_view is None
     assert all(getattr(p, "compare", None) is None for p in w.trace_panels())
     assert w.panels["timeline"].run_items == [] and w.panels["timeline"].curves

@@ -137,6 +137,15 @@ def test_the_compressions_filter_skips_prunes_that_pruned_nothing(window) -> Non
     assert set(trace.compress_events) <= set(shown)
 
 
+def test_reset_zoom_brings_every_request_back(window, demo_trace: Trace) -> None:
+    window.set_trace(demo_trace)
+    view = window.panels["timeline"].x_view()
+    view.setXRange(10, 12, padding=0)
+    window.act["reset_zoom"].trigger()
+    lo, hi = view.viewRange()[0]
+    assert lo <= 0 and hi >= len(demo_trace.requests) - 1
+
+
 def test_quick_and_text_filters(window, faulty_trace: Trace) -> None:
     window.set_trace(faulty_trace)
     events = window.panels["events"]
