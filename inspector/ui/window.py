@@ -16,6 +16,7 @@ from typing import Any
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QApplication,
     QDockWidget,
     QFileDialog,
@@ -136,6 +137,23 @@ class _ScrollingDock(QScrollArea):
 
 
 
+_VIEW_KEYS = frozenset({Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Home, Qt.Key.Key_End})
+
+
+class _KeysStayInViews(QObject):
+    """Arrow, Home and End move within a focused table instead of the window's cursor.
+
+    The window binds those keys to event navigation; a table the user is reading (the diff,
+    the runs, the bookmarks) claims them first, as a text field does on its own.
+    """
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.ShortcutOverride and event.key() in _VIEW_KEYS and \
+                not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
+            event.accept()
+        return False
+
+
 class MainWindow(QMainWindow):
     """Context Engine Inspector's window. ``settings`` is injectable so tests stay isolated."""
 
@@ -254,6 +272,11 @@ class MainWindow(QMainWindow):
             self.restore_layout()
         self._update_title()
         self._on_trace_changed(None)
+        self._view_keys = _KeysStayInViews(self)
+        events_view = self.panels["events"].view
+        for view in self.findChildren(QAbstractItemView):
+            if view is not events_view:  # in the event list the keys are the cursor's own
+                view.installEventFilter(self._view_keys)
 
     # -- tool docks: runs, live chat, follow, doctor ------------------------------------------------
     def _build_tool_docks(self, engines: list[str]) -> None:

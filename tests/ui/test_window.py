@@ -137,6 +137,22 @@ def test_the_compressions_filter_skips_prunes_that_pruned_nothing(window) -> Non
     assert set(trace.compress_events) <= set(shown)
 
 
+def test_navigation_keys_in_a_table_stay_in_the_table(window, demo_trace: Trace) -> None:
+    window.set_trace(demo_trace)
+    window.cursor.set(40)
+    window.docks["diff"].raise_()
+    table = window.panels["diff"].table
+    window.activateWindow()
+    table.setFocus()
+    QApplication.processEvents()
+    for k in (Qt.Key.Key_End, Qt.Key.Key_Home, Qt.Key.Key_Right):
+        QTest.keyClick(table, k)
+        QApplication.processEvents()
+    assert window.cursor.index == 40  # the table moved, the trace cursor did not
+    key(window, Qt.Key.Key_End)  # in the event list End is still "last event"
+    assert window.cursor.index == len(demo_trace) - 1
+
+
 def test_reset_zoom_brings_every_request_back(window, demo_trace: Trace) -> None:
     window.set_trace(demo_trace)
     view = window.panels["timeline"].x_view()
