@@ -622,7 +622,7 @@ class MainWindow(QMainWindow):
         ev = trace.events[k]
         parts = [f"event {k:,} / {len(trace) - 1:,}", ev.kind]
         if ev.turn is not None:
-            parts.append(f"turn {ev.turn} / {trace.turn_count}")
+            parts.append(f"turn {ev.turn} of 0–{trace.turn_count - 1}")  # turns count from 0, as in the list
         req = trace.request_at(k)
         if req is not None:
             parts.append(f"request #{req.index}")
@@ -648,7 +648,7 @@ class MainWindow(QMainWindow):
 
     # -- go to turn, bookmarks --------------------------------------------------------------------------
     def _ask_turn(self, max_turn: int, current: int) -> int | None:
-        value, ok = QInputDialog.getInt(self, "Go to turn", f"Turn (1–{max_turn}):", current, 0, max(0, max_turn), 1)
+        value, ok = QInputDialog.getInt(self, "Go to turn", f"Turn (0–{max_turn}):", current, 0, max(0, max_turn), 1)
         return value if ok else None
 
     def go_to_turn_dialog(self) -> None:
@@ -658,7 +658,8 @@ class MainWindow(QMainWindow):
             return
         turns = [trace.events[i].turn for i in range(len(trace)) if trace.events[i].kind == "turn"]
         max_turn = max((t for t in turns if t is not None), default=0)
-        turn = self.ask_turn(max_turn, trace.turn_at(self.cursor.index) or 1)
+        current = trace.turn_at(self.cursor.index)
+        turn = self.ask_turn(max_turn, current if current is not None else 0)
         if turn is not None and not self.cursor.go_to_turn(turn):
             if trace.turn_event(turn) is None:
                 self.statusBar().showMessage(f"No turn {turn} in this trace", 2500)
@@ -1027,9 +1028,13 @@ class MainWindow(QMainWindow):
         self.show_message(f"Comparison failed: {message}", "error", details)
 
     def _suggest(self, suffix: str) -> str:
+        """Beside the source file, unless that is inside the app (the bundled demo): then home."""
         base = Path((self.source_path or "comparison").split("#")[0])
         stem = base.name.split(".")[0] or "comparison"
-        return str(base.parent / f"{stem}{suffix}")
+        folder = base.parent
+        if folder.resolve().is_relative_to(theme.REPO_ROOT.resolve()):
+            folder = Path.home()
+        return str(folder / f"{stem}{suffix}")
 
     def _ask_comparison_path(self, suggestion: str) -> str | None:
         path, _ = QFileDialog.getSaveFileName(self, "Save comparison", suggestion,
@@ -1140,16 +1145,17 @@ class MainWindow(QMainWindow):
         return path or None
 
     def save(self) -> bool:
-        if self.trace_path is None:
+        if self.trace_path is None or self.comparison is not None:
             return self.save_as()
         return self.save_to(self.trace_path)
 
     def save_as(self) -> bool:
         if self.trace is None:
             return False
-        base = Path(self.source_path or "trace").name.split("#")[0]
-        suggestion = str(Path(self.source_path or ".").parent / (Path(base).stem + ".trace.json"))
-        path = self.ask_save_path(suggestion)
+        if self.comparison is not None:  # a trace file holds one run: save the comparison, all runs
+            self.save_comparison_dialog()
+            return self.comparison_path is not None and not self.modified
+        path = self.ask_save_path(self._suggest(".trace.json"))
         if not path:
             return False
         self.bundle_run = None

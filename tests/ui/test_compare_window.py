@@ -220,6 +220,16 @@ def test_save_reopen_and_html_report(cwindow, make_window, files, tmp_path: Path
     assert other.act["save_comparison"].isEnabled()
 
 
+def test_saving_in_a_comparison_saves_every_run(cwindow, files, tmp_path: Path) -> None:
+    w = cwindow
+    open_comparison(w, files)
+    asked = []
+    w.ask_save_path = lambda suggestion: asked.append("trace") or None
+    w.ask_comparison_path = lambda suggestion: asked.append("comparison") or str(tmp_path / "all.comparison.json.gz")
+    assert w.save()
+    assert asked == ["comparison"] and (tmp_path / "all.comparison.json.gz").exists()
+
+
 def test_single_trace_mode_comes_back(cwindow, files, demo_trace: Trace) -> None:
     w = cwindow
     open_comparison(w, files)

@@ -409,3 +409,12 @@ def test_a_one_line_message_takes_one_line(window) -> None:
     window.show_message("word " * 400, "error")  # a long one wraps and grows
     QApplication.processEvents()
     assert window.message_bar.label.height() >= 2 * line
+
+
+def test_save_suggestions_stay_out_of_the_app_folder(window, tmp_path: Path) -> None:
+    from inspector.ui.app import DEMO_SESSION
+
+    window.source_path = str(DEMO_SESSION)
+    assert Path(window._suggest(".trace.json")).parent == Path.home()  # not inside resources/demo
+    window.source_path = str(tmp_path / "mine.jsonl")
+    assert Path(window._suggest(".trace.json")) == tmp_path / "mine.trace.json"
