@@ -371,6 +371,8 @@ class MainWindow(QMainWindow):
     def _arrange(self, *, tabbed: bool) -> None:
         d = self.docks
         tools = self.tool_docks
+        # Reset gives the default (tool docks closed); tiling keeps the ones the user opened.
+        opened = set() if tabbed else {key for key in ("chat", "follow", "doctor") if tools[key].isVisible()}
         for dock in [*d.values(), *tools.values()]:
             self.removeDockWidget(dock)
             dock.setFloating(False)
@@ -398,7 +400,7 @@ class MainWindow(QMainWindow):
             dock.show()
         tools["runs"].show()
         for key in ("chat", "follow", "doctor"):  # sources and tools: View menu, Live menu, Engine panel
-            tools[key].hide()
+            tools[key].setVisible(key in opened)
         (tools["runs"] if self.comparison is not None else d["diff"]).raise_()
         self._apply_default_sizes()
         # Dock sizes only stick once the new arrangement has been laid out; apply them again then.

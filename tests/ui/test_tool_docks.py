@@ -36,6 +36,9 @@ def test_view_menu_toggles_the_tool_docks(window) -> None:
         QApplication.processEvents()
         assert dock.isVisible()
     assert window.tool_docks["runs"].isVisible()
+    window.tile_all()  # tiling shows every panel and keeps the tool docks the user opened
+    QApplication.processEvents()
+    assert window.tool_docks["chat"].isVisible()
     window.reset_layout()
     QApplication.processEvents()
     assert not window.tool_docks["chat"].isVisible()
