@@ -126,7 +126,18 @@ HOOK_TIMEOUTS_BEFORE_SKIP = 2
 
 
 def _clone(value: Any) -> Any:
-    """Hermes' structural clone: dicts and lists copied recursively, scalar leaves shared."""
+    """Hermes' structural clone: dicts and lists copied recursively, scalar leaves shared.
+
+    Hermes clones the whole transcript for ``on_turn_complete`` and every request for
+    ``select_context``; most messages are flat, and a flat dict is copied in one C call.
+    """
+    t = type(value)
+    if t is dict:
+        if _SCALARS.issuperset(map(type, value.values())):
+            return dict(value)
+        return {k: _clone(v) for k, v in value.items()}
+    if t is list:
+        return [v if type(v) in _SCALARS else _clone(v) for v in value]
     if isinstance(value, dict):
         return {k: _clone(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -969,10 +980,24 @@ class Host:
             result = request_arg
         elif result is request_arg and mutated:
             ev.note = "engine edited request_messages in place and returned it"
-        selected, done = sanitize_request([sanitize_message(m) for m in result])
-        new_keys = tuple(self.store.put(m) for m in selected)
+        # A message the engine passed through unchanged keeps the forms it already has (no new
+        # hash or sanitising); anything it built or edited is sanitised and stored.
+        origin = {id(c): i for i, c in enumerate(snapshot)}
+        known: dict[int, str] = {}
+        wires = []
+        for m in result:
+            i = origin.get(id(m))
+            if i is not None and m == shaped[i]:
+                wire_form = asm.wire[i]
+                known[id(wire_form)] = keys[i]
+            else:
+                wire_form = sanitize_message(m)
+            wires.append(wire_form)
+        selected, done = sanitize_request(wires)
+        new_keys = tuple(known.get(id(m)) or self.store.put(m) for m in selected)
         for k, m in zip(new_keys, selected):
-            self._count(k, m)
+            if id(m) not in known:
+                self._count(k, m)
         ev.result = {"$list": self.store.put_list(new_keys)}
         if any(done.values()):
             ev.note = describe_sanitised(done)

@@ -145,3 +145,18 @@ def test_a_selection_goes_through_hermes_sanitiser_before_it_is_sent(config, noc
     sent = trace.store.materialise(last.selected)
     assert [m["role"] for m in sent] == ["system", "assistant", "tool"]
     assert "stub" in (select_events(trace)[-1].note or "")
+
+
+def test_messages_passed_through_unchanged_keep_their_keys(config, nocache):
+    # Dropping messages must not re-key the ones kept; an edited one gets a key of its own.
+    def keep_some(req):
+        kept = [req[0], *req[-2:]]
+        kept[-1] = {**kept[-1], "content": "edited by the engine"}
+        return kept
+
+    trace = run(make(keep_some), config, nocache, turns=4)
+    for req in trace.requests:
+        assembled, selected = trace.store.get_list(req.assembled), trace.store.get_list(req.selected)
+        assert selected[0] == assembled[0] and selected[1] == assembled[-2]
+        assert selected[2] != assembled[-1]
+        assert trace.store.get(selected[2])["content"] == "edited by the engine"
