@@ -216,6 +216,36 @@ class ReplayRunner(ThreadedRunner):
         self.cancelled.emit(trace)
 
 
+class _LoadWorker(QObject):
+    done = Signal(object)
+    failed = Signal(str, str)
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    @Slot()
+    def run(self) -> None:
+        from inspector.ui import loaders
+
+        try:
+            self.done.emit(loaders.load_trace_file(self.path))
+        except loaders.OpenError as exc:
+            self.failed.emit(str(exc), "")
+        except Exception as exc:  # noqa: BLE001 - reported in the window, never raised into Qt
+            self.failed.emit(f"{type(exc).__name__}: {exc}", traceback.format_exc())
+
+
+class LoadRunner(ThreadedRunner):
+    """Reads a large saved trace on a worker thread (tens of thousands of events take seconds)."""
+
+    thread_name = "inspector-load"
+
+    def start(self, path: str) -> None:
+        self._new_cancel_event()
+        self._launch(_LoadWorker(path))
+
+
 def available_engines(config_path: str | None, plugin_dirs: list[str], extra: list[str]) -> list[str]:
     """Engine names for the picker, without loading any engine (discovery imports plugins)."""
     names: list[str] = []

@@ -43,7 +43,14 @@ from inspector.ui.panels.chat import ChatPanel
 from inspector.ui.panels.doctor import DoctorPanel
 from inspector.ui.panels.follow import FollowPanel
 from inspector.ui.panels.runs import RunsPanel
-from inspector.ui.replay import ReplayBar, ReplayRequest, ReplayRunner, available_engines, run_replay
+from inspector.ui.replay import (
+    LoadRunner,
+    ReplayBar,
+    ReplayRequest,
+    ReplayRunner,
+    available_engines,
+    run_replay,
+)
 
 LAYOUT_VERSION = 3
 MAX_RECENT = 10
@@ -136,6 +143,9 @@ class _ScrollingDock(QScrollArea):
 
 
 
+
+# Saved traces larger than this are read on a worker thread (a 2,000-turn trace is a few MB).
+ASYNC_LOAD_BYTES = 4 * 1024 * 1024
 
 _VIEW_KEYS = frozenset({Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Home, Qt.Key.Key_End})
 
@@ -239,6 +249,10 @@ class MainWindow(QMainWindow):
         self.replay_bar.replay_requested.connect(self.start_replay)
         self.replay_bar.cancel_requested.connect(self.replay_runner.cancel)
         self.replay_runner.running_changed.connect(self.replay_bar.set_running)
+        self.load_runner = LoadRunner(self)
+        self.load_runner.finished.connect(self._load_finished)
+        self.load_runner.failed.connect(self._load_failed)
+        self._pending_load: tuple[str, int] | None = None
         self.compare_runner = CompareRunner(self)
         self.compare_runner.progress.connect(self._compare_progress)
         self.compare_runner.finished.connect(self._compare_finished)
@@ -736,6 +750,12 @@ class MainWindow(QMainWindow):
         path = os.fspath(path)
         try:
             kind = loaders.sniff(path)
+            if kind == loaders.KIND_TRACE and not sync_replay and os.path.getsize(path) > ASYNC_LOAD_BYTES:
+                self._stop_background_jobs()  # a big trace is read on a worker: the window stays live
+                self._pending_load = (path, cursor)
+                self.statusBar().showMessage(f"Loading {path}…")
+                self.load_runner.start(path)
+                return True
             if kind == loaders.KIND_TRACE:
                 trace = loaders.load_trace_file(path)
                 self._stop_background_jobs()
@@ -795,9 +815,24 @@ class MainWindow(QMainWindow):
         self._add_recent(path)
         return True
 
+    def _load_finished(self, trace: Trace) -> None:
+        path, cursor = self._pending_load or ("", 0)
+        self._pending_load = None
+        self.session = None
+        self.trace_path, self.bundle_run = path, None
+        self.set_trace(trace, cursor=cursor, source=path)
+        self.clear_message()
+        self.statusBar().showMessage(f"Loaded {path}", 3000)
+        self._add_recent(path)
+
+    def _load_failed(self, message: str, details: str) -> None:
+        path = self._pending_load[0] if self._pending_load else "the trace"
+        self._pending_load = None
+        self.show_message(f"Could not open {path}: {message}", "error", details)
+
     def _stop_background_jobs(self) -> None:
         """A new file replaces what is shown: the replay or comparison of the old one is abandoned."""
-        for runner in (self.replay_runner, self.compare_runner):
+        for runner in (self.replay_runner, self.compare_runner, self.load_runner):
             if runner.running and not runner.wait(2_000):
                 runner.abandon()
                 self.show_message("The previous replay is still inside an engine hook; it finishes in the "
@@ -1249,6 +1284,7 @@ class MainWindow(QMainWindow):
                 return
         self.replay_runner.wait(10_000)
         self.compare_runner.wait(10_000)
+        self.load_runner.wait(10_000)
         self.chat_panel.shutdown(10_000)
         self.follow_panel.shutdown(10_000)
         self.doctor_panel.shutdown(10_000)

@@ -418,3 +418,22 @@ def test_save_suggestions_stay_out_of_the_app_folder(window, tmp_path: Path) -> 
     assert Path(window._suggest(".trace.json")).parent == Path.home()  # not inside resources/demo
     window.source_path = str(tmp_path / "mine.jsonl")
     assert Path(window._suggest(".trace.json")) == tmp_path / "mine.trace.json"
+
+
+def test_a_large_saved_trace_is_read_on_a_worker(window, qtbot, tmp_path: Path, monkeypatch) -> None:
+    import inspector.ui.window as window_module
+    from inspector.trace.io import save_trace
+
+    path = tmp_path / "big.trace.json"
+    save_trace(build_trace(60, seed=2), path)
+    monkeypatch.setattr(window_module, "ASYNC_LOAD_BYTES", 1)  # every trace counts as large here
+    with qtbot.waitSignal(window.load_runner.finished, timeout=30_000):
+        assert window.open_path(str(path), cursor=5)
+        assert window.load_runner.running  # open_path returned before the file was read
+    assert window.trace is not None and len(window.trace.requests) == 60
+    assert window.trace_path == str(path) and window.cursor.index == 5
+    bad = tmp_path / "bad.trace.json"
+    bad.write_text('{"format": "context-inspector-trace", "version": 1, "events": 7}', encoding="utf-8")
+    with qtbot.waitSignal(window.load_runner.failed, timeout=30_000):
+        window.open_path(str(bad))
+    assert "Could not open" in window.message_bar.text() and len(window.trace.requests) == 60  # kept
