@@ -65,6 +65,7 @@ class EventTreeModel(QAbstractItemModel):
         self._row: list[int] = []
         self._children: dict[int, list[int]] = {_ROOT: []}
         self._labels: list[str | None] = []
+        self._hay: list[str | None] = []  # lower-cased labels, for the text filter
         self._cells: list[tuple[Any, ...] | None] = []  # per event, built on first paint
         self._flat: list[int] | None = None
         self._marked: dict[int, tm.Mark] = {}
@@ -91,6 +92,7 @@ class EventTreeModel(QAbstractItemModel):
         row = [0] * m
         children: dict[int, list[int]] = {_ROOT: []}
         self._labels = [None] * m
+        self._hay = [None] * m
         self._cells = [None] * m
         if trace is None:
             self._parent, self._row, self._children = parent, row, children
@@ -189,7 +191,9 @@ class EventTreeModel(QAbstractItemModel):
                         continue
                 if text:
                     mark = marked.get(ev.index)
-                    hay = self.label(ev.index).lower()
+                    hay = self._hay[ev.index]
+                    if hay is None:  # lower-cased once per trace: typing re-filters every event
+                        hay = self._hay[ev.index] = self.label(ev.index).lower()
                     if text not in hay and text != str(ev.index) and not (
                         mark is not None and text in (mark.label + " " + mark.note).lower()
                     ):

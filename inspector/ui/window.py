@@ -651,8 +651,12 @@ class MainWindow(QMainWindow):
     def _navigate(self, move: Callable[[], bool], nothing: str) -> None:
         if self.trace is None or not len(self.trace):
             return
+        bar = self.statusBar()
         if not move():
-            self.statusBar().showMessage(nothing.capitalize(), 2500)
+            bar.showMessage(nothing.capitalize(), 2500)
+        elif bar.currentMessage() == getattr(self, "_nav_notice", None):
+            bar.clearMessage()  # "No later turn" must not outlive a move that worked
+        self._nav_notice = nothing.capitalize()
 
     def _focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
         widget = new

@@ -437,3 +437,12 @@ def test_a_large_saved_trace_is_read_on_a_worker(window, qtbot, tmp_path: Path, 
     with qtbot.waitSignal(window.load_runner.failed, timeout=30_000):
         window.open_path(str(bad))
     assert "Could not open" in window.message_bar.text() and len(window.trace.requests) == 60  # kept
+
+
+def test_a_navigation_notice_goes_once_a_move_works(window, demo_trace: Trace) -> None:
+    window.set_trace(demo_trace)
+    window.cursor.set(len(demo_trace) - 1)
+    window.act["next"].trigger()
+    assert window.statusBar().currentMessage() == "Last event"
+    window.act["prev"].trigger()
+    assert window.statusBar().currentMessage() == ""
