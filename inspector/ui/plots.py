@@ -70,6 +70,7 @@ def style_plot_item(item: pg.PlotItem, y_label: str = "") -> None:
 
 
 _LEGEND_ROW_HEIGHT = 20  # pyqtgraph's legend sample is 20 px square
+_LEGEND_MIN_PLOT_HEIGHT = 130  # below this a legend row takes too much of the data area
 
 
 class HeaderLegend(pg.LegendItem):
@@ -90,10 +91,19 @@ class HeaderLegend(pg.LegendItem):
             if col_width:  # a label not laid out yet reports no height; a legend row is a sample high
                 row_height = max(row_height, _LEGEND_ROW_HEIGHT)
             height += row_height
+        height = height if self.isVisible() else 0
         self.setMinimumHeight(height)
         self.setMaximumHeight(height)
         self.setPreferredWidth(width)
         self.updateGeometry()
+
+    def fit(self, plot_height: float) -> None:
+        """Shown only where the plot has room for it: on a short plot the data matters more
+        (the readout above names the series)."""
+        show = plot_height >= _LEGEND_MIN_PLOT_HEIGHT
+        if show != self.isVisible():
+            self.setVisible(show)
+            self.updateSize()
 
 
 def legend_above(plot: pg.PlotItem, columns: int = 4) -> pg.LegendItem:

@@ -342,3 +342,15 @@ def test_an_empty_timeline_names_nothing(shown) -> None:
     _, make = shown
     panel = make(TimelinePanel, None)
     assert panel.legend.items == []
+
+
+def test_a_short_timeline_gives_its_legend_row_to_the_data(shown, demo_trace: Trace) -> None:
+    from inspector.ui.panels.timeline import TimelinePanel
+
+    _, make = shown
+    panel = make(TimelinePanel, demo_trace, width=600, height=140)
+    QApplication.processEvents()
+    assert not panel.legend.isVisible() and panel.legend.maximumHeight() == 0
+    panel.resize(600, 400)
+    QApplication.processEvents()
+    assert panel.legend.isVisible() and panel.legend.maximumHeight() > 0

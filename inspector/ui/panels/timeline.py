@@ -12,6 +12,7 @@ import html
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from inspector.trace.model import Trace
@@ -52,6 +53,10 @@ class TimelinePanel(CompareAware, Panel):
         layout.setSpacing(2)
         layout.addWidget(self.readout)
         layout.addWidget(self.plot_widget, 1)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self.legend.fit(self.plot_widget.height())
 
     def x_view(self) -> pg.ViewBox:
         return self.plot.getViewBox()
