@@ -141,11 +141,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _load_session(args: argparse.Namespace) -> Any:
     """The session, or an exit status after printing why it could not be read."""
-    from inspector.sessions import load_session
+    from inspector.sessions import load_session, require_conversation
     from inspector.sessions.model import ReaderError
 
     try:
-        return load_session(args.session, format=args.format, session_id=args.session_id)
+        return require_conversation(load_session(args.session, format=args.format, session_id=args.session_id))
     except ReaderError as exc:
         return _error(str(exc))
     except OSError as exc:

@@ -130,7 +130,7 @@ def print_summary(traces: list, names: list[str], out=None) -> None:
 def run(args: argparse.Namespace) -> int:
     from inspector.config import ConfigError, load_config, parse_set_option, print_config_warnings
     from inspector.engines.discovery import EngineLoadError
-    from inspector.sessions import load_session
+    from inspector.sessions import load_session, require_conversation
     from inspector.sessions.model import ReaderError
 
     try:
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: --out {args.out}: {problem}", file=sys.stderr)
         return 2
     try:
-        session = load_session(args.session, format=args.format, session_id=args.session_id)
+        session = require_conversation(load_session(args.session, format=args.format, session_id=args.session_id))
     except ReaderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

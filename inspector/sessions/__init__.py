@@ -7,7 +7,7 @@ in a source; ``FORMATS`` names the formats ``--format`` accepts. Readers load la
 
 from __future__ import annotations
 
-from inspector.sessions.api import FORMATS, list_sessions, load_session, split_spec
+from inspector.sessions.api import FORMATS, list_sessions, load_session, require_conversation, split_spec
 from inspector.sessions.model import ApiCall, Compaction, ReaderError, Session, Turn, Usage
 from inspector.sessions.summary import SessionSummary
 
@@ -22,5 +22,6 @@ __all__ = [
     "Usage",
     "list_sessions",
     "load_session",
+    "require_conversation",
     "split_spec",
 ]

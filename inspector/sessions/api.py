@@ -77,6 +77,17 @@ def load_session(path_or_spec: str | os.PathLike[str], *, format: str | None = N
     return session
 
 
+def require_conversation(session: Session) -> Session:
+    """``session``, or a ReaderError when there is nothing to replay.
+
+    Kept out of :func:`load_session` because ``follow`` reads files that are still empty.
+    """
+    if not session.turns:
+        what = "no messages" if not session.messages else "only a system prompt"
+        raise ReaderError(f"nothing to replay: the session holds {what}", path=session.source_path)
+    return session
+
+
 def _detected_or_none(source: Any) -> str | None:
     try:
         return detect_source(source)

@@ -378,8 +378,21 @@ class Trace:
     def next_fault(self, k: int) -> int | None:
         return self._next(self._fault_events, k)
 
+    def prev_fault(self, k: int) -> int | None:
+        return self._prev(self._fault_events, k)
+
     def next_cache_miss(self, k: int) -> int | None:
         return self._next(self._miss_events, k)
+
+    def prev_cache_miss(self, k: int) -> int | None:
+        return self._prev(self._miss_events, k)
+
+    def next_mark(self, k: int) -> int | None:
+        """The nearest bookmarked event after ``k`` (marks are edited while the trace is open)."""
+        return min((m.event for m in self.marks if m.event > k), default=None)
+
+    def prev_mark(self, k: int) -> int | None:
+        return max((m.event for m in self.marks if m.event < k), default=None)
 
     def turn_event(self, turn: int) -> int | None:
         """Event index where turn ``turn`` starts."""

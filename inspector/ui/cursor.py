@@ -79,8 +79,20 @@ class Cursor(QObject):
     def next_cache_miss(self) -> bool:
         return self._trace is not None and self.set(self._trace.next_cache_miss(self._index))
 
+    def prev_cache_miss(self) -> bool:
+        return self._trace is not None and self.set(self._trace.prev_cache_miss(self._index))
+
     def next_fault(self) -> bool:
         return self._trace is not None and self.set(self._trace.next_fault(self._index))
+
+    def prev_fault(self) -> bool:
+        return self._trace is not None and self.set(self._trace.prev_fault(self._index))
+
+    def next_bookmark(self) -> bool:
+        return self._trace is not None and self.set(self._trace.next_mark(self._index))
+
+    def prev_bookmark(self) -> bool:
+        return self._trace is not None and self.set(self._trace.prev_mark(self._index))
 
     def go_to_turn(self, turn: int) -> bool:
         return self._trace is not None and self.set(self._trace.turn_event(turn))

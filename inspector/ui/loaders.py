@@ -133,10 +133,10 @@ def list_db_sessions(path: str) -> list[Any]:
 
 
 def load_session_file(spec: str) -> Any:
-    from inspector.sessions import load_session
+    from inspector.sessions import load_session, require_conversation
 
     try:
-        return load_session(spec)
+        return require_conversation(load_session(spec))
     except Exception as exc:  # noqa: BLE001 - ReaderError, OSError, anything a reader raises
         raise OpenError(_describe(exc)) from None
 

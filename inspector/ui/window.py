@@ -484,7 +484,11 @@ class MainWindow(QMainWindow):
             "prev_compress": self._action("Previous compression", lambda: nav(c.prev_compression, "no earlier compression"), "Ctrl+Left"),
             "next_compress": self._action("Next compression", lambda: nav(c.next_compression, "no later compression"), "Ctrl+Right"),
             "next_miss": self._action("Next cache miss", lambda: nav(c.next_cache_miss, "no later cache miss"), "F3"),
+            "prev_miss": self._action("Previous cache miss", lambda: nav(c.prev_cache_miss, "no earlier cache miss"), "Shift+F3"),
             "next_fault": self._action("Next fault", lambda: nav(c.next_fault, "no later fault"), "F4"),
+            "prev_fault": self._action("Previous fault", lambda: nav(c.prev_fault, "no earlier fault"), "Shift+F4"),
+            "next_mark": self._action("Next bookmark", lambda: nav(c.next_bookmark, "no later bookmark"), "F2"),
+            "prev_mark": self._action("Previous bookmark", lambda: nav(c.prev_bookmark, "no earlier bookmark"), "Shift+F2"),
             "home": self._action("First event", lambda: nav(c.home, "first event"), "Home"),
             "end": self._action("Last event", lambda: nav(c.end, "last event"), "End"),
             "goto": self._action("Go to turn…", self.go_to_turn_dialog, "Ctrl+G"),
@@ -527,7 +531,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.act["quit"])
         nav_menu = bar.addMenu("&Navigate")
         for name in ("prev", "next", "prev_turn", "next_turn", "prev_compress", "next_compress", "next_miss",
-                     "next_fault", "home", "end", "goto", "bookmark"):
+                     "prev_miss", "next_fault", "prev_fault", "home", "end", "goto", "bookmark", "next_mark", "prev_mark"):
             nav_menu.addAction(self.act[name])
         replay_menu = bar.addMenu("&Replay")
         replay_menu.addAction(self.act["replay"])
@@ -615,7 +619,8 @@ class MainWindow(QMainWindow):
                 self.show_message(f"{panel.title} panel failed to render this trace: {type(exc).__name__}: {exc}")
         has = trace is not None and len(trace) > 0
         for name in ("save", "save_as", "export", "prev", "next", "prev_turn", "next_turn", "prev_compress",
-                     "next_compress", "next_miss", "next_fault", "home", "end", "goto", "bookmark"):
+                     "next_compress", "next_miss", "prev_miss", "next_fault", "prev_fault", "home", "end", "goto",
+                     "bookmark", "next_mark", "prev_mark"):
             self.act[name].setEnabled(has if name not in ("export",) else True)
         for name in ("save_comparison", "export_html"):
             self.act[name].setEnabled(self.comparison is not None)
@@ -955,8 +960,12 @@ class MainWindow(QMainWindow):
         view = self.compare_view
         if view is None or run not in view.runs or run == view.primary:
             return
-        row = view.row_at(self.cursor.index)
-        k = view.event_for(run, row) or 0
+        k = self.cursor.index
+        row = view.row_at(k)
+        # The same hook of the row (e.g. its compress), not the row's request: switching runs
+        # must not move the cursor within the step being compared.
+        target = view.event_for(run, row) if row is None else view.alignment.event_at_phase(run, row, view.primary, k)
+        k = target or 0
         view.primary = run
         self.cursor.set_trace(view.primary_trace, k)
         self._update_title()
@@ -1323,6 +1332,6 @@ class MainWindow(QMainWindow):
     def _about(self) -> None:
         self.show_message(
             "Context Engine Inspector — step through what a context engine did, one event at a time. "
-            "←/→ event · Shift+←/→ turn · Ctrl+←/→ compression · F3 cache miss · F4 fault · Ctrl+G turn · Ctrl+B bookmark",
+            "←/→ event · Shift+←/→ turn · Ctrl+←/→ compression · F3 cache miss · F4 fault · F2 bookmark (Shift: back) · Ctrl+G turn · Ctrl+B add bookmark",
             "info",
         )

@@ -64,6 +64,17 @@ def test_errors_are_one_line_and_exit_2(tmp_path, capsys):
     assert "no_such_engine" in err and "compressor" in err
 
 
+def test_a_session_with_nothing_to_replay_is_an_error_not_an_empty_table(tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"messages": []}), encoding="utf-8")
+    assert main(["replay", str(empty), "--quiet"]) == 2
+    assert "nothing to replay: the session holds no messages" in capsys.readouterr().err
+    system_only = tmp_path / "system.json"
+    system_only.write_text(json.dumps([{"role": "system", "content": "You are terse."}]), encoding="utf-8")
+    assert main(["compare", str(system_only), "--engine", "compressor", "--engine", "compressor"]) == 2
+    assert "only a system prompt" in capsys.readouterr().err
+
+
 def test_a_saved_trace_and_a_saved_comparison_are_shown_as_recorded(tmp_path, capsys):
     src = write_session(tmp_path / "s.json")
     saved = tmp_path / "run.json.gz"

@@ -197,6 +197,20 @@ def test_primary_run_switch_keeps_the_row(cwindow, files) -> None:
     assert w.compare_view.row_at(w.cursor.index) == 3
 
 
+def test_primary_run_switch_keeps_the_hook_within_the_row(cwindow, files) -> None:
+    w = cwindow
+    open_comparison(w, files)
+    al, trace = w.comparison.alignment, w.comparison.traces[0]
+    row = len(al.rows) // 2
+    request = al.event_for(0, row)
+    response = next(j for j in range(request + 1, len(trace)) if trace.events[j].kind == "update_from_response")
+    w.cursor.set(response)
+    w.runs_panel.primary_combo.setCurrentIndex(1)
+    k = w.cursor.index
+    assert w.compare_view.row_at(k) == row
+    assert w.trace.events[k].kind == "update_from_response", "not moved back to the row's request marker"
+
+
 def test_save_reopen_and_html_report(cwindow, make_window, files, tmp_path: Path) -> None:
     w = cwindow
     open_comparison(w, files)

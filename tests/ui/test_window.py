@@ -67,6 +67,12 @@ def test_keyboard_navigation(window, faulty_trace: Trace) -> None:
     key(window, Qt.Key.Key_F4)
     assert window.cursor.index == t.next_fault(here)
     assert t.events[window.cursor.index].fault is not None
+    fault = window.cursor.index
+    key(window, Qt.Key.Key_F3, Qt.KeyboardModifier.ShiftModifier)
+    assert window.cursor.index == t.prev_cache_miss(fault) < fault
+    key(window, Qt.Key.Key_End)
+    key(window, Qt.Key.Key_F4, Qt.KeyboardModifier.ShiftModifier)
+    assert window.cursor.index == t.fault_events[-1], "Shift+F4 goes back to the last fault"
     key(window, Qt.Key.Key_End)
     assert window.cursor.index == len(t) - 1
     key(window, Qt.Key.Key_Right)
@@ -226,6 +232,10 @@ def test_open_errors_are_shown_not_raised(window, tmp_path: Path) -> None:
     newer.write_text(json.dumps({"format": "context-inspector-trace", "version": 99}), encoding="utf-8")
     assert not window.open_path(str(newer))
     assert "newer" in window.message_bar.text()
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"messages": []}), encoding="utf-8")
+    assert not window.open_path(str(empty))
+    assert "nothing to replay" in window.message_bar.text()
     assert window.trace is None
 
 
@@ -276,6 +286,25 @@ def test_export_panel_png(window, demo_trace: Trace, tmp_path: Path) -> None:
         assert window.export_panel(name, str(out))
         assert out.stat().st_size > 1000
     assert not window.export_panel("nope", str(tmp_path / "x.png"))
+
+
+def test_f2_steps_through_bookmarks_in_event_order(window) -> None:
+    window.set_trace(build_trace(20, seed=11))
+    window.set_bookmark(15, "late")
+    window.set_bookmark(4, "early")
+    window.cursor.set(0)
+    key(window, Qt.Key.Key_F2)
+    assert window.cursor.index == 4
+    key(window, Qt.Key.Key_F2)
+    assert window.cursor.index == 15
+    key(window, Qt.Key.Key_F2)
+    assert window.cursor.index == 15, "no later bookmark: the cursor stays"
+    assert "No later bookmark" in window.statusBar().currentMessage()
+    key(window, Qt.Key.Key_F2, Qt.KeyboardModifier.ShiftModifier)
+    assert window.cursor.index == 4
+    window.delete_bookmark(4)
+    key(window, Qt.Key.Key_F2, Qt.KeyboardModifier.ShiftModifier)
+    assert window.cursor.index == 4, "a deleted bookmark is no longer a stop"
 
 
 def test_closing_with_unsaved_bookmarks_asks_first(make_window, tmp_path: Path) -> None:
