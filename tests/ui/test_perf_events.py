@@ -148,3 +148,21 @@ def test_bookmarks_show_on_cached_rows(window) -> None:
     window.delete_bookmark(9)
     assert model.data(index) == label
     assert model.data(index, Qt.ItemDataRole.BackgroundRole) is None
+
+
+def test_the_text_filter_is_prepared_in_idle_time_after_a_long_trace_opens(window, qtbot) -> None:
+    from inspector.ui.panels.events import WARM_SLICE
+
+    trace = build_trace(1300, seed=9)
+    assert len(trace) > 3 * WARM_SLICE
+    window.set_trace(trace)
+    events = window.panels["events"]
+    assert events._warm_timer.isActive(), "preparation runs a slice at a time, not all at once"
+    qtbot.waitUntil(lambda: not events._warm_timer.isActive(), timeout=20_000)
+    assert None not in events.model._hay
+    fresh = EventTreeModel()
+    fresh.set_trace(trace)
+    for text in ("compress", "turn 3", "request"):
+        events.model.set_filter(text, frozenset())
+        fresh.set_filter(text, frozenset())
+        assert events.model._flat == fresh._flat, "prepared labels filter exactly like labels made on demand"

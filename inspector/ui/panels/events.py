@@ -37,6 +37,9 @@ EXPAND_AROUND = 6
 #: a cursor move longer than this (events) is a jump: only the target's turn is expanded, since
 #: each expansion costs ~0.2 ms in QTreeView and a jump repaints the whole list anyway
 STEP_SPAN = 64
+#: labels lower-cased for the text filter per idle tick (~15 ms): a long trace is ready to filter
+#: a few seconds after it opens, and the window stays responsive meanwhile
+WARM_SLICE = 2000
 
 
 class EventsPanel(Panel):
@@ -89,6 +92,9 @@ class EventsPanel(Panel):
         self._filter_timer.setSingleShot(True)
         self._filter_timer.setInterval(150)
         self._filter_timer.timeout.connect(self.apply_filter)
+        self._warm_timer = QTimer(self)  # prepares the text filter in idle time, a slice per tick
+        self._warm_timer.setInterval(0)
+        self._warm_timer.timeout.connect(self._warm_step)
         self.filter_edit.textChanged.connect(self._schedule_filter)
 
         layout = QVBoxLayout(self)
@@ -135,6 +141,14 @@ class EventsPanel(Panel):
         if self.filter_edit.text() or any(b.isChecked() for b in self.quick.values()):
             self.apply_filter()
         self._update_count()
+        if trace is not None and len(trace) > WARM_SLICE:
+            self._warm_timer.start()
+        else:
+            self._warm_timer.stop()
+
+    def _warm_step(self) -> None:
+        if self.model.warm_filter_text(WARM_SLICE):
+            self._warm_timer.stop()
 
     def render_cursor(self, k: int) -> None:
         self._select(k)
