@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from typing import Any
 
 # Sections that must be mappings when present.
@@ -44,10 +45,9 @@ KNOWN = {
                     "min_tail_user_messages", "proactive_prune_tokens", "proactive_prune_min_result_chars",
                     "proactive_prune_min_reclaim_tokens", "micro_compact", "idle_compact_after_seconds"),
     "prompt_caching": ("cache_ttl",),
-    "inspector": ("tokenizer", "cache_profile", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines",
+    "inspector": ("tokenizer", "cache_profile", "cache_rules", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines",
                   "offline_fallback_counts", "aux_offline_stand_in"),
 }
-CACHE_TTLS = ("5m", "1h")
 # Newer Hermes settings the inspector reads but does not model yet, with the value its results
 # correspond to (Hermes' default): set to anything else, they are reported as having no effect.
 NOT_MODELLED: dict[str, Any] = {
@@ -92,12 +92,30 @@ def _bad(kind: str, value: Any, low: float | None, high: float | None) -> str | 
     return None
 
 
+def _ttl_note(config: dict[str, Any], ttl: Any) -> str | None:
+    """The cache TTL warning for the configured profile; None when the rule table cannot be read
+    (that error is reported, in full, when the simulator is made)."""
+    from inspector.cache.rules import RulesError, load_rules
+    from inspector.cache.simulator import ttl_warning
+
+    _, path = _get(config, "inspector.cache_rules")
+    _, name = _get(config, "inspector.cache_profile")
+    try:
+        profile = load_rules(os.path.expanduser(str(path)) if path else None).profile(str(name or "anthropic"))
+    except RulesError:
+        return None
+    return ttl_warning(profile, ttl)
+
+
 def check_config(config: dict[str, Any]) -> list[str]:
     """Warnings about ``config``; raises :class:`ConfigProblem` for what no run can use."""
     for dotted in SECTIONS:
         present, value = _get(config, dotted)
         if present and not isinstance(value, dict):
             raise ConfigProblem(f"{dotted}: expected a mapping of settings, got {type(value).__name__} {value!r}")
+    present, path = _get(config, "inspector.cache_rules")
+    if present and path is not None and not isinstance(path, str):
+        raise ConfigProblem(f"inspector.cache_rules: expected the path of a rule table (YAML), got {path!r}")
     for dotted, (kind, low, high) in INSPECTOR_KEYS.items():
         present, value = _get(config, dotted)
         why = _bad(kind, value, low, high) if present else None
@@ -115,9 +133,9 @@ def check_config(config: dict[str, Any]) -> list[str]:
             warnings.append(f"{dotted}: {value!r} has no effect in the inspector (it does not model this Hermes "
                             f"setting yet); results are as with {defaults[0]!r}")
     present, ttl = _get(config, "prompt_caching.cache_ttl")
-    if present and ttl not in CACHE_TTLS:
-        warnings.append(f"prompt_caching.cache_ttl: {ttl!r} is not one of {', '.join(CACHE_TTLS)}; "
-                        "the cache profile's default TTL is used")
+    note = _ttl_note(config, ttl) if present else None
+    if note:
+        warnings.append(f"prompt_caching.cache_ttl: {note}")
     for section, known in KNOWN.items():
         present, value = _get(config, section)
         if not present or not isinstance(value, dict):

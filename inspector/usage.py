@@ -12,7 +12,16 @@ from typing import Any
 
 from inspector.sessions.model import Usage
 
-SHAPES = ("anthropic", "responses", "chat", "deepseek")
+SHAPES = ("anthropic", "responses", "chat", "deepseek", "gemini")
+
+
+def _first(raw: Any, *names: str) -> Any:
+    """The first field present under any of ``names`` (Gemini's REST JSON is camelCase, its SDKs snake_case)."""
+    for name in names:
+        value = _get(raw, name)
+        if value is not None:
+            return value
+    return None
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -42,6 +51,8 @@ def detect_shape(raw: Any, provider: str = "", api_mode: str = "") -> str:
         return "responses"
     if _get(raw, "prompt_cache_hit_tokens") is not None and _get(raw, "prompt_tokens_details") is None:
         return "deepseek"
+    if _get(raw, "prompt_tokens") is None and _first(raw, "prompt_token_count", "promptTokenCount") is not None:
+        return "gemini"
     return "chat"
 
 
@@ -76,6 +87,17 @@ def normalize_usage(raw: Any, *, shape: str | None = None, provider: str = "", a
             cache_read_tokens=read,
             cache_write_tokens=write,
             reasoning_tokens=_reasoning(raw) or _int(_get(raw, "reasoning_output_tokens")),
+        )
+    if shape == "gemini":
+        # usage_metadata: cached_content_token_count is a subset of prompt_token_count (prompt-caching.md §5.3).
+        prompt = _int(_first(raw, "prompt_token_count", "promptTokenCount"))
+        read, _ = _clamp(prompt, _int(_first(raw, "cached_content_token_count", "cachedContentTokenCount")), 0)
+        thoughts = _int(_first(raw, "thoughts_token_count", "thoughtsTokenCount"))
+        return Usage(  # thoughts are billed as output, as reasoning tokens are in OpenAI's completion count
+            prompt_tokens=prompt,
+            completion_tokens=_int(_first(raw, "candidates_token_count", "candidatesTokenCount")) + thoughts,
+            cache_read_tokens=read,
+            reasoning_tokens=thoughts,
         )
     prompt = _int(_get(raw, "prompt_tokens"))
     details = _get(raw, "prompt_tokens_details")

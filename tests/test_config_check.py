@@ -55,3 +55,30 @@ def test_hermes_settings_the_inspector_does_not_model_are_said_to_have_no_effect
     assert any(w.startswith("compression.micro_compact: True has no effect") for w in warnings)
     # at Hermes' defaults they change nothing, so nothing is said
     assert config_warnings(load_config(None, {"compression": {"threshold_tokens": None, "micro_compact": False}})) == []
+
+
+def test_a_falsy_cache_ttl_switches_caching_off_quietly_as_in_hermes():
+    from inspector.host.replay import make_simulator
+
+    for value in (False, "", 0, "off"):
+        config = load_config(None, {"prompt_caching": {"cache_ttl": value}})
+        assert not any("cache_ttl" in w for w in config_warnings(config)), value
+        assert make_simulator(config).disabled, value
+    assert not make_simulator(load_config(None)).disabled
+
+
+def test_a_user_cache_rule_table_is_merged_in_and_its_errors_are_clear(tmp_path):
+    from inspector.cache.rules import RulesError
+    from inspector.host.replay import make_simulator
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("version: 1\nprofiles:\n  anthropic:\n    lookback_blocks: "
+                    "{value: 7, source: my calibration, snapshot: 2026-12-01}\n", encoding="utf-8")
+    config = load_config(None, {"inspector": {"cache_rules": str(mine)}})
+    assert config_warnings(config) == [], "cache_rules is a known setting"
+    assert make_simulator(config).profile.lookback_blocks == 7
+    mine.write_text("version: 1\nprofiles:\n  anthropic:\n    lookback_blocs: {value: 7, source: x}\n", encoding="utf-8")
+    with pytest.raises(RulesError, match="lookback_blocs"):
+        make_simulator(config)
+    with pytest.raises(ConfigError, match="inspector.cache_rules: expected the path"):
+        load_config(None, {"inspector": {"cache_rules": 5}})

@@ -154,6 +154,20 @@ def test_deepseek_without_prompt_total():
     assert_no_double_count(u, 100)
 
 
+@pytest.mark.parametrize("raw", [
+    {"prompt_token_count": 1000, "cached_content_token_count": 800, "candidates_token_count": 50,
+     "thoughts_token_count": 20, "total_token_count": 1070},
+    {"promptTokenCount": 1000, "cachedContentTokenCount": 800, "candidatesTokenCount": 50,
+     "thoughtsTokenCount": 20, "totalTokenCount": 1070},
+])
+def test_gemini_usage_metadata_cached_content_is_a_subset(raw):
+    assert detect_shape(raw) == "gemini"
+    u = normalize_usage(raw)
+    assert (u.prompt_tokens, u.cache_read_tokens, u.cache_write_tokens, u.input_tokens) == (1000, 800, 0, 200)
+    assert (u.completion_tokens, u.reasoning_tokens) == (70, 20), "thoughts are billed as output"
+    assert_no_double_count(u, 1000)
+
+
 def test_openrouter_cache_write_tokens():
     raw = {
         "prompt_tokens": 9000,

@@ -9,6 +9,7 @@ make every prediction quietly wrong.
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,12 @@ import yaml
 SUPPORTED_VERSION = 1
 DEFAULT_PATH = Path(__file__).with_name("rules.yaml")
 MODES = ("breakpoints", "automatic", "ideal", "disabled")
+# The keys each level may have: a misspelt key in a user's file would otherwise change nothing.
+TOP_KEYS = frozenset({"version", "profiles", "prices"})
+PROFILE_KEYS = frozenset({"mode", "description", "max_breakpoints", "lookback_blocks", "granularity",
+                          "refresh_on_hit", "ttl", "min_prefix", "multipliers"})
+PRICE_KEYS = frozenset({"match", "input", "output", "cache_read", "cache_write_5m", "cache_write_1h"})
+FACT_KEYS = frozenset({"value", "source", "snapshot", "status", "unit", "note", "match"})
 
 
 class RulesError(ValueError):
@@ -137,12 +144,52 @@ def _read(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RulesError(f"{path}: expected a mapping at the top level")
     version = data.get("version")
+    if type(version) is not int:
+        raise RulesError(f"{path}: version: must be the whole number {SUPPORTED_VERSION}, got {version!r}")
     if version != SUPPORTED_VERSION:
         raise RulesError(
             f"{path}: cache rule table version {version!r} is not supported (this inspector reads "
             f"version {SUPPORTED_VERSION}); upgrade the inspector or convert the file"
         )
+    _check_keys(data, str(path))
     return data
+
+
+def _unknown(node: Any, allowed: frozenset[str], where: str) -> None:
+    if isinstance(node, dict):
+        extra = sorted(str(k) for k in node if k not in allowed)
+        if extra:
+            raise RulesError(f"{where}: unknown key(s) {', '.join(extra)}; expected some of {', '.join(sorted(allowed))}")
+
+
+def _check_keys(data: dict[str, Any], where: str) -> None:
+    """Every key is one the loader reads (a typo in a user's file must not be silently ignored)."""
+    _unknown(data, TOP_KEYS, where)
+    for name, prof in (data.get("profiles") or {}).items() if isinstance(data.get("profiles"), dict) else ():
+        pwhere = f"{where}: profiles.{name}"
+        _unknown(prof, PROFILE_KEYS, pwhere)
+        if not isinstance(prof, dict):
+            continue
+        for key in ("max_breakpoints", "lookback_blocks", "granularity", "refresh_on_hit"):
+            _unknown(prof.get(key), FACT_KEYS, f"{pwhere}.{key}")
+        ttl = prof.get("ttl")
+        _unknown(ttl, frozenset({"default", "options"}), f"{pwhere}.ttl")
+        if isinstance(ttl, dict) and isinstance(ttl.get("options"), dict):
+            for opt, fact in ttl["options"].items():
+                _unknown(fact, FACT_KEYS, f"{pwhere}.ttl.options.{opt}")
+        minimum = prof.get("min_prefix")
+        _unknown(minimum, frozenset({"default", "models"}), f"{pwhere}.min_prefix")
+        if isinstance(minimum, dict):
+            _unknown(minimum.get("default"), FACT_KEYS, f"{pwhere}.min_prefix.default")
+            for i, fam in enumerate(minimum.get("models") or [] if isinstance(minimum.get("models"), list) else []):
+                _unknown(fam, FACT_KEYS, f"{pwhere}.min_prefix.models[{i}]")
+        mult = prof.get("multipliers")
+        _unknown(mult, frozenset({"read", "write"}), f"{pwhere}.multipliers")
+        if isinstance(mult, dict):
+            _unknown(mult.get("read"), FACT_KEYS, f"{pwhere}.multipliers.read")
+    prices = data.get("prices")
+    for i, price in enumerate(prices if isinstance(prices, list) else []):
+        _unknown(price, PRICE_KEYS, f"{where}: prices[{i}]")
 
 
 def _check_sources(node: Any, where: str) -> None:
@@ -166,6 +213,16 @@ def _merge(base: Any, over: Any) -> Any:
     return copy.deepcopy(over)
 
 
+def _count(node: Any, where: str, low: int = 0) -> int:
+    """A sourced whole number of at least ``low`` (2.7 breakpoints means nothing)."""
+    value = _value(node, where)
+    if not float(value).is_integer():
+        raise RulesError(f"{where}: expected a whole number, got {value!r}")
+    if value < low:
+        raise RulesError(f"{where}: must be at least {low}, got {value!r}")
+    return int(value)
+
+
 def _value(node: Any, where: str, kind: type | tuple[type, ...] = (int, float)) -> Any:
     """The ``value`` of a sourced fact; a bare value or a missing source is an error."""
     if not isinstance(node, dict) or "value" not in node:
@@ -179,6 +236,8 @@ def _value(node: Any, where: str, kind: type | tuple[type, ...] = (int, float)) 
         return value
     if isinstance(value, bool) or not isinstance(value, kind):
         raise RulesError(f"{where}: expected a number, got {value!r}")
+    if not math.isfinite(value):
+        raise RulesError(f"{where}: expected a finite number, got {value!r}")
     if value < 0:
         raise RulesError(f"{where}: must not be negative, got {value!r}")
     return value
@@ -207,11 +266,12 @@ def _build_profile(name: str, node: Any, src: str) -> Profile:
     }
     if mode in ("ideal", "disabled"):
         return Profile(**kw)
-    kw["granularity"] = max(1, int(_value(node.get("granularity"), f"{where}.granularity")))
+    kw["granularity"] = _count(node.get("granularity"), f"{where}.granularity", 1)
     kw["refresh_on_hit"] = _value(node.get("refresh_on_hit"), f"{where}.refresh_on_hit", bool)
     if mode == "breakpoints":
-        kw["max_breakpoints"] = int(_value(node.get("max_breakpoints"), f"{where}.max_breakpoints"))
-        kw["lookback_blocks"] = int(_value(node.get("lookback_blocks"), f"{where}.lookback_blocks"))
+        # At least one: switching caching off is the ``none`` profile or a falsy cache_ttl.
+        kw["max_breakpoints"] = _count(node.get("max_breakpoints"), f"{where}.max_breakpoints", 1)
+        kw["lookback_blocks"] = _count(node.get("lookback_blocks"), f"{where}.lookback_blocks")
     ttl = node.get("ttl")
     if not isinstance(ttl, dict) or not isinstance(ttl.get("options"), dict) or not ttl["options"]:
         raise RulesError(
@@ -227,11 +287,11 @@ def _build_profile(name: str, node: Any, src: str) -> Profile:
     minimum = node.get("min_prefix")
     if not isinstance(minimum, dict):
         raise RulesError(f"{where}.min_prefix: expected {{default: {{value: ...}}, models: [...]}}")
-    kw["min_prefix_default"] = int(_value(minimum.get("default"), f"{where}.min_prefix.default"))
+    kw["min_prefix_default"] = _count(minimum.get("default"), f"{where}.min_prefix.default")
     families = []
     for i, fam in enumerate(minimum.get("models") or []):
         fwhere = f"{where}.min_prefix.models[{i}]"
-        families.append((_matches(fam, fwhere), int(_value(fam, fwhere))))
+        families.append((_matches(fam, fwhere), _count(fam, fwhere)))
     kw["min_prefix_models"] = tuple(families)
     mult = node.get("multipliers")
     if not isinstance(mult, dict):

@@ -23,7 +23,36 @@ from typing import Any
 
 from inspector.cache.rules import Profile, Rules, load_rules
 
-DISABLED_TTLS = frozenset({"", "0", "off", "none", "false", "disabled"})
+DISABLED_TTLS = frozenset({"", "0", "off", "none", "false", "disabled", "no"})
+# The values Hermes itself knows for prompt_caching.cache_ttl (hermes-host.md §7.1).
+HERMES_TTLS = ("5m", "1h")
+
+
+def normalise_ttl(value: Any) -> str:
+    """``prompt_caching.cache_ttl`` as text; every falsy value (false, 0, "", null) is "" = off."""
+    if not value:
+        return ""
+    return str(value).strip()
+
+
+def ttl_warning(profile: Profile, value: Any) -> str | None:
+    """What a user should know about ``cache_ttl`` under ``profile``; None when it means what it says."""
+    ttl = normalise_ttl(value)
+    off = ttl.lower() in DISABLED_TTLS
+    if profile.mode == "breakpoints":
+        if off or ttl in profile.ttls:
+            return None
+        return (f"{value!r} is not one of {', '.join(sorted(profile.ttls))}; Hermes sends its default "
+                f"{profile.default_ttl} cache markers, and so does the simulator")
+    if profile.mode == "automatic":
+        if ttl in profile.ttls or ttl in HERMES_TTLS:
+            return None  # Hermes' own values do not steer automatic caching; the profile's retention applies
+        if off:
+            return (f"{value!r} cannot switch off {profile.name}'s automatic caching (Hermes only stops sending "
+                    f"cache markers); its {profile.default_ttl} retention is simulated")
+        return (f"{value!r} is not a retention of the {profile.name} profile ({', '.join(sorted(profile.ttls))}); "
+                f"its default {profile.default_ttl} is used")
+    return None
 KINDS = ("hit", "cold", "ttl", "below_minimum", "prefix_break", "lookback", "disabled")
 _PURGE_START = 500_000  # entries held before the first sweep of expired ones
 _UNPRICED = object()
@@ -85,7 +114,7 @@ class CacheSimulator:
         self.model = model
         self.ttl_requested = ttl
         self.disabled = self.profile.mode == "disabled" or (
-            self.profile.mode == "breakpoints" and str(ttl or "").strip().lower() in DISABLED_TTLS
+            self.profile.mode == "breakpoints" and normalise_ttl(ttl).lower() in DISABLED_TTLS
         )
         self.ttl = self.profile.resolve_ttl(ttl)
         self.ttl_seconds = self.profile.ttl_seconds(ttl)
@@ -96,6 +125,7 @@ class CacheSimulator:
         self._prices: dict[str, Any] = {}  # model → its price row (looked up once per model)
         self._prev: _Prev | None = None
         self._now = 0.0
+        self._clocked = False  # has any request carried a timestamp yet?
         self._next_purge = _PURGE_START
         self.requests = 0
 
@@ -105,6 +135,7 @@ class CacheSimulator:
         self._entries.clear()
         self._prev = None
         self._now = 0.0
+        self._clocked = False
         self._next_purge = _PURGE_START
         self.requests = 0
 
@@ -133,7 +164,13 @@ class CacheSimulator:
         if len(block_tokens) != n:
             raise ValueError(f"block_keys has {n} entries but block_tokens has {len(block_tokens)}")
         if timestamp is not None:
-            self._now = max(self._now, float(timestamp)) if self.requests else float(timestamp)
+            if self._clocked:
+                self._now = max(self._now, float(timestamp))
+            else:
+                # The first known time: entries made before it carry no time, and none can be
+                # inferred to have passed, so they count as used just now.
+                self._now, self._clocked = float(timestamp), True
+                self._entries = dict.fromkeys(self._entries, self._now)
         now = self._now
         roles = list(block_roles) if block_roles is not None else None
         prev = self._prev

@@ -92,6 +92,11 @@ def run(args: argparse.Namespace) -> int:
         return session
     for warning in session.warnings[:20]:
         print(f"warning: {warning}", file=sys.stderr)
+    from inspector.host.replay import model_note
+
+    assumed = model_note(session, str((config.get("model") or {}).get("default") or ""))
+    if assumed:
+        print(f"note: {assumed}", file=sys.stderr)
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     quiet = args.quiet
     comparison = run_comparison(session, specs, config, plugin_dirs=plugin_dirs, progress=_progress(quiet),

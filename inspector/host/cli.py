@@ -130,6 +130,7 @@ def print_summary(traces: list, names: list[str], out=None) -> None:
 def run(args: argparse.Namespace) -> int:
     from inspector.config import ConfigError, load_config, parse_set_option, print_config_warnings
     from inspector.engines.discovery import EngineLoadError
+    from inspector.host.replay import model_note
     from inspector.sessions import load_session, require_conversation
     from inspector.sessions.model import ReaderError
 
@@ -161,6 +162,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for warning in session.warnings[:20]:
         print(f"warning: {warning}", file=sys.stderr)
+    assumed = model_note(session, str((config.get("model") or {}).get("default") or ""))
+    if assumed:
+        print(f"note: {assumed}", file=sys.stderr)
     try:
         traces = run_engines(session, engines, config, plugin_dirs, quiet=args.quiet or args.json)
     except EngineLoadError as exc:

@@ -1157,7 +1157,8 @@ class Host:
         else:
             asm = self._assembly()
             block_tokens, roles = asm.tiks, asm.roles
-        cache = self._simulate(sel_keys, block_tokens, response.timestamp, completion, roles)
+        sent = response.sent_at if response.sent_at is not None else response.timestamp
+        cache = self._simulate(sel_keys, block_tokens, sent, completion, roles)
         if response.usage is not None:
             usage = response.usage
         else:

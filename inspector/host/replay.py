@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
+import os
 import re
 import threading
 import time
@@ -43,11 +44,29 @@ def make_counter(config: dict[str, Any]) -> Any:
 
 
 def make_simulator(config: dict[str, Any], model: str = "") -> Any:
-    from inspector.cache.simulator import CacheSimulator
+    """The cache simulator ``config`` asks for (raises RulesError for a bad rule table or profile)."""
+    from inspector.cache.rules import load_rules
+    from inspector.cache.simulator import CacheSimulator, normalise_ttl
 
     insp = config.get("inspector") or {}
-    ttl = str((config.get("prompt_caching") or {}).get("cache_ttl") or "5m")
-    return CacheSimulator(insp.get("cache_profile") or "anthropic", ttl=ttl, model=model)
+    rules_path = insp.get("cache_rules") or None
+    rules = load_rules(os.path.expanduser(str(rules_path))) if rules_path else None
+    ttl = normalise_ttl((config.get("prompt_caching") or {}).get("cache_ttl"))  # falsy = caching off, as in Hermes
+    return CacheSimulator(insp.get("cache_profile") or "anthropic", rules=rules, ttl=ttl, model=model)
+
+
+def model_note(session: Session, model: str) -> str | None:
+    """Say so when the replay assumes another model than the transcript used (window, cache, prices)."""
+    from inspector.cache.rules import normalise_model
+
+    recorded = (session.model or "").strip()
+    if not recorded or not model:
+        return None
+    a, b = normalise_model(recorded), normalise_model(model)
+    if a == b or a.endswith("/" + b) or b.endswith("/" + a):
+        return None
+    return (f"the transcript's model is {recorded!r} but the replay uses {model!r} (config model.default) for "
+            f"update_model, the cache minimum and prices; --set model.default={recorded} replays it as recorded")
 
 
 def session_identifier(session: Session) -> str:
@@ -140,7 +159,8 @@ def play_session_turn(
     first_assistant = next((j for j, i in enumerate(kept) if messages[i].get("role") == "assistant"), len(kept))
     wire = wire if wire is not None else WireMessages(session)
     inputs = [wire[i] for i in kept[:first_assistant]]
-    responder = ReplayResponder(session, kept[first_assistant:], calls, wire)
+    stamps = [t for i in kept[:first_assistant] if isinstance(t := messages[i].get("x_timestamp"), int | float)]
+    responder = ReplayResponder(session, kept[first_assistant:], calls, wire, sent_hint=max(stamps, default=None))
     ts = messages[kept[0]].get("x_timestamp") if kept else None
     host.play_turn(inputs, responder, timestamp=ts)
     return marker_pos
@@ -246,6 +266,9 @@ def replay(
     _pin_summary_date(engine, session)
     for warning in getattr(loaded, "warnings", None) or ():
         host.note(f"engine loading: {warning}")  # what Hermes would have done differently, in the trace
+    assumed = model_note(session, host_model)
+    if assumed:
+        host.note(assumed)
     started = time.perf_counter()
     from inspector.llm import aux
 

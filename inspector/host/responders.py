@@ -23,6 +23,8 @@ class ProviderResponse:
     timestamp: float | None = None
     source_index: int | None = None  # index in Session.messages (replay)
     raw_usage: Any = None
+    # When the request was sent (what a prompt cache's TTL counts from); None = ``timestamp``.
+    sent_at: float | None = None
 
 
 class Responder(Protocol):
@@ -61,10 +63,13 @@ class ReplayResponder:
     """Teacher forcing: the transcript's own assistant and tool messages, in order."""
 
     def __init__(self, session: Session, indices: list[int], calls: dict[int, ApiCall] | None = None,
-                 wire: WireMessages | None = None) -> None:
+                 wire: WireMessages | None = None, sent_hint: float | None = None) -> None:
         self._session = session
         self._indices = indices
         self._pos = 0
+        # The latest timestamp of a message before the next call: the request went out then, not
+        # when its answer was recorded (a long generation must not look like an idle cache).
+        self._last_ts = sent_hint
         self._calls = calls if calls is not None else {c.message_index: c for c in session.api_calls}
         self._wire = wire if wire is not None else WireMessages(session)
 
@@ -77,10 +82,16 @@ class ReplayResponder:
         msg = self._peek()
         return msg is not None and msg.get("role") == "assistant"
 
+    def _consumed(self, msg: dict[str, Any]) -> None:
+        ts = msg.get("x_timestamp")
+        if isinstance(ts, int | float) and (self._last_ts is None or ts > self._last_ts):
+            self._last_ts = float(ts)
+
     def pending_inputs(self) -> list[dict[str, Any]]:
         out = []
         while (msg := self._peek()) is not None and msg.get("role") != "assistant":
             out.append(self._wire[self._indices[self._pos]])
+            self._consumed(msg)
             self._pos += 1
         return out
 
@@ -91,17 +102,26 @@ class ReplayResponder:
         index = self._indices[self._pos]
         self._pos += 1
         call = self._calls.get(index)
+        stamp = call.timestamp if call and call.timestamp is not None else msg.get("x_timestamp")
+        sent = self._last_ts
+        if stamp is not None and sent is not None and sent > stamp:
+            sent = None  # clocks that disagree: trust the answer's own time
+        self._consumed(msg)
+        if stamp is not None and (self._last_ts is None or stamp > self._last_ts):
+            self._last_ts = float(stamp)
         return ProviderResponse(
             message=self._wire[index],
             recorded=call.usage if call else None,
-            timestamp=(call.timestamp if call and call.timestamp is not None else msg.get("x_timestamp")),
+            timestamp=stamp,
             source_index=index,
+            sent_at=sent,
         )
 
     def tool_results(self, assistant: dict[str, Any], engine_results: dict[str, str]) -> list[dict[str, Any]]:
         out = []
         while (msg := self._peek()) is not None and msg.get("role") == "tool":
             out.append(self._wire[self._indices[self._pos]])
+            self._consumed(msg)
             self._pos += 1
         return out
 

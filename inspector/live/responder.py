@@ -402,6 +402,7 @@ class LiveResponder:
             return None
         if self._cancel.is_set():
             raise LiveCancelled()
+        sent = time.time()
         reply, attempts = self._call_with_retries(request, tools)
         self._calls += 1
         message = reply.message()
@@ -420,7 +421,8 @@ class LiveResponder:
             self._note(f"provider call succeeded on attempt {attempts}", attempts=attempts)
         if usage is None:
             self._note("the endpoint sent no usage for this call; the host synthesised it from token counts")
-        return ProviderResponse(message=message, usage=usage, recorded=None, timestamp=stamp, raw_usage=raw)
+        return ProviderResponse(message=message, usage=usage, recorded=None, timestamp=stamp, raw_usage=raw,
+                                sent_at=sent)
 
     def tool_results(self, assistant: dict[str, Any], engine_results: dict[str, str]) -> list[dict[str, Any]]:
         """One tool message per call: the engine's result, or a JSON error for tools nobody serves."""

@@ -71,7 +71,7 @@ def test_unknown_version_is_a_clear_error(tmp_path):
     with pytest.raises(RulesError, match=r"version 2 is not supported.*version 1"):
         load_rules(path)
     path.write_text("profiles: {}\n", encoding="utf-8")
-    with pytest.raises(RulesError, match="version None"):
+    with pytest.raises(RulesError, match="version: must be the whole number 1, got None"):
         load_rules(path)
 
 
@@ -113,4 +113,45 @@ def test_invalid_mode_and_bad_yaml(tmp_path):
         load_rules(path)
     path.write_text("version: 1\nprofiles: [unclosed\n", encoding="utf-8")
     with pytest.raises(RulesError, match="YAML"):
+        load_rules(path)
+
+
+def _override(tmp_path, body: str):
+    path = tmp_path / "mine.yaml"
+    path.write_text("version: 1\nprofiles:\n  anthropic:\n" + body, encoding="utf-8")
+    return path
+
+
+FACT = "source: my run, snapshot: 2026-12-01"
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("min_prefix:\n      default", ".nan", "finite"),
+    ("min_prefix:\n      default", ".inf", "finite"),
+    ("multipliers:\n      read", ".nan", "finite"),
+    ("max_breakpoints", "0", "at least 1"),
+    ("max_breakpoints", "2.7", "whole number"),
+    ("lookback_blocks", "3.5", "whole number"),
+])
+def test_numbers_a_simulation_cannot_use_are_refused_naming_the_field(tmp_path, field, value, message):
+    path = _override(tmp_path, f"    {field}: {{value: {value}, {FACT}}}\n")
+    with pytest.raises(RulesError, match=message) as err:
+        load_rules(path)
+    assert str(path) in str(err.value) and field.split(":")[0] in str(err.value)
+
+
+def test_a_misspelt_key_in_a_user_file_is_an_error_not_ignored(tmp_path):
+    path = _override(tmp_path, f"    min_prefx:\n      default: {{value: 4096, {FACT}}}\n")
+    with pytest.raises(RulesError, match=r"profiles\.anthropic: unknown key\(s\) min_prefx"):
+        load_rules(path)
+    path = _override(tmp_path, f"    lookback_blocks: {{valeu: 10, {FACT}}}\n")
+    with pytest.raises(RulesError, match="unknown key.*valeu"):
+        load_rules(path)
+
+
+@pytest.mark.parametrize("version", ["true", "'1'", "1.0"])
+def test_the_version_must_be_the_whole_number_1(tmp_path, version):
+    path = tmp_path / "mine.yaml"
+    path.write_text(f"version: {version}\nprofiles: {{}}\n", encoding="utf-8")
+    with pytest.raises(RulesError, match="must be the whole number 1"):
         load_rules(path)

@@ -88,6 +88,15 @@ def test_ttl_lapse_from_timestamps_and_refresh_on_hit():
     assert (res.read, res.write) == (0, 3000)
 
 
+def test_requests_before_the_first_timestamp_are_not_stamped_at_the_epoch():
+    sim = CacheSimulator("anthropic", model="claude-sonnet-4-5")
+    keys, toks = blocks(6)
+    run(sim, keys[:4], toks[:4], None)  # a transcript whose first exchange has no times
+    res = run(sim, keys[:5], toks[:5], 1_700_000_070.0)
+    assert res.reason_kind == "hit", res.reason
+    assert run(sim, keys[:6], toks[:6], 1_700_000_070.0 + 301).reason_kind == "ttl", "the clock runs from the first time"
+
+
 def test_one_hour_ttl():
     sim = CacheSimulator("anthropic", ttl="1h", model="claude-opus-4-5")
     keys, toks = blocks(10, 1000)
@@ -143,9 +152,10 @@ def test_explicit_breakpoints_and_disabled_ttl():
     keys, toks = blocks(8, 500)
     res = run(sim, keys, toks, 0.0, breakpoints=[2, 5])
     assert res.write == 3000 and res.uncached == 1000
-    off = CacheSimulator("anthropic", ttl="")
-    res = run(off, keys, toks, 0.0)
-    assert (res.reason_kind, res.read, res.write, res.uncached) == ("disabled", 0, 0, 4000)
+    for falsy in ("", False, 0, None, "off"):
+        off = CacheSimulator("anthropic", ttl=falsy)
+        res = run(off, keys, toks, 0.0)
+        assert (res.reason_kind, res.read, res.write, res.uncached) == ("disabled", 0, 0, 4000), falsy
     none = CacheSimulator("none")
     assert run(none, keys, toks).reason_kind == "disabled"
 
@@ -291,3 +301,21 @@ def test_reusing_the_previous_request_gives_the_same_answers_as_starting_over(ed
         a = fast.simulate(block_keys=tuple(keys), block_tokens=toks, tools_key=tools, tools_tokens=50, timestamp=now)
         b = slow.simulate(block_keys=list(keys), block_tokens=toks, tools_key=tools, tools_tokens=50, timestamp=now)
         assert a == b
+
+
+# -- cache_ttl as configured ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("profile", "ttl", "warned"), [
+    ("anthropic", "5m", None), ("anthropic", "1h", None), ("anthropic", False, None), ("anthropic", "", None),
+    ("anthropic", "10m", "Hermes sends its default 5m"),
+    ("openai", "5m", None), ("openai", "24h", None),
+    ("openai", False, "cannot switch off"), ("openai", "2d", "not a retention"),
+    ("ideal", "whatever", None),
+])
+def test_cache_ttl_warnings_say_what_the_simulation_does(profile, ttl, warned):
+    from inspector.cache.rules import load_rules
+    from inspector.cache.simulator import ttl_warning
+
+    note = ttl_warning(load_rules().profile(profile), ttl)
+    assert (note is None) if warned is None else (warned in note), note

@@ -52,3 +52,18 @@ def test_select_context_rewriting_history_is_named(config):
     assert broken
     cause = trace.events[broken[0].cache.cause_event]
     assert cause.kind == EV_SELECT
+
+
+def test_the_cache_ttl_counts_from_when_requests_were_sent_not_answered(config):
+    """A long generation must not look like an idle cache: the request went out at its last input."""
+    session = coding_session(2)
+    times = [None, 1000.0, 1250.0, 1251.0, 1500.0, 1520.0, 1850.0, 1851.0, 1900.0]
+    for message, ts in zip(session.messages, times):
+        if ts is not None:
+            message["x_timestamp"] = ts
+    trace = replay(session, CountingEngine(), config, simulator=CacheSimulator("anthropic", model="claude-sonnet-4.5"))
+    second_turn = trace.requests[2]
+    # Last use: the request sent at 1251 (after the tool result); the next went out at 1520, 269 s
+    # later. Timed by the answers (1500 → 1850) it would be 350 s and look lapsed.
+    assert second_turn.cache.reason_kind == "hit", second_turn.cache.reason
+    assert second_turn.timestamp == 1850.0, "the request keeps its answer's time"

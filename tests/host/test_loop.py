@@ -330,3 +330,15 @@ def test_an_overflow_error_that_states_the_limit_updates_the_model_first(config,
     assert host.trace.events[update].args["context_length"] == 48000
     assert update < kinds.index("compress")  # the window is adopted before compressing
     assert engine.context_length == 48000
+
+
+def test_a_replay_says_when_it_assumes_another_model_than_the_transcript(config):
+    from inspector.trace.model import EV_NOTE
+
+    session = coding_session(1)
+    session.model = "claude-opus-4-6"
+    notes = [e.note for e in replay(session, CountingEngine(), config).events if e.kind == EV_NOTE]
+    assert any("'claude-opus-4-6'" in n and "model.default=claude-opus-4-6" in n for n in notes), notes
+    session.model = "anthropic/claude-sonnet-4.5"
+    notes = [e.note for e in replay(session, CountingEngine(), config).events if e.kind == EV_NOTE]
+    assert not any("transcript's model" in n for n in notes), "same model: nothing to say"
