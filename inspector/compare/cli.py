@@ -90,9 +90,10 @@ def run(args: argparse.Namespace) -> int:
     session = _load_session(args)
     if isinstance(session, int):
         return session
-    for warning in session.warnings[:20]:
-        print(f"warning: {warning}", file=sys.stderr)
+    from inspector.host.cli import print_session_warnings
     from inspector.host.replay import model_note
+
+    print_session_warnings(session)
 
     assumed = model_note(session, str((config.get("model") or {}).get("default") or ""))
     if assumed:

@@ -253,6 +253,7 @@ def session_info(session: Any) -> dict[str, Any]:
         "model": getattr(session, "model", None),
         "turns": len(getattr(session, "turns", []) or []),
         "messages": len(getattr(session, "messages", []) or []),
+        "warnings": list(getattr(session, "warnings", []) or [])[:200],
     }
 
 

@@ -160,8 +160,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: {args.session}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    for warning in session.warnings[:20]:
-        print(f"warning: {warning}", file=sys.stderr)
+    print_session_warnings(session)
     assumed = model_note(session, str((config.get("model") or {}).get("default") or ""))
     if assumed:
         print(f"note: {assumed}", file=sys.stderr)
@@ -182,8 +181,21 @@ def run(args: argparse.Namespace) -> int:
                 return 2
             if not args.json:
                 print(f"trace written: {path}", file=sys.stderr)
-    about = {"id": session.id, "format": session.source_format, "turns": len(session.turns)}
+    about = {"id": session.id, "format": session.source_format, "turns": len(session.turns),
+             "warnings": list(session.warnings), "notes": [assumed] if assumed else []}
     return _report(args, traces, names, about)
+
+
+WARNINGS_SHOWN = 20
+
+
+def print_session_warnings(session: Any) -> None:
+    """What the reader had to skip or guess, on stderr; the count of any not shown (--json has all)."""
+    for warning in session.warnings[:WARNINGS_SHOWN]:
+        print(f"warning: {warning}", file=sys.stderr)
+    hidden = len(session.warnings) - WARNINGS_SHOWN
+    if hidden > 0:
+        print(f"warning: … and {hidden} more reading warning(s); --json lists them all", file=sys.stderr)
 
 
 def _load_saved(args: argparse.Namespace) -> tuple[list, list[str], dict[str, Any]] | int | None:

@@ -95,8 +95,13 @@ def _detected_or_none(source: Any) -> str | None:
         return None
 
 
-def list_sessions(path: str | os.PathLike[str], *, format: str | None = None) -> list[SessionSummary]:
-    """One :class:`SessionSummary` per session in the source (a single-session file gives one)."""
+def list_sessions(
+    path: str | os.PathLike[str], *, format: str | None = None, warnings: list[str] | None = None
+) -> list[SessionSummary]:
+    """One :class:`SessionSummary` per session in the source (a single-session file gives one).
+
+    What had to be skipped (damaged lines, unusable entries) is appended to ``warnings``.
+    """
     path, _ = split_spec(path)
     fmt = _format_for(path, format)
     if fmt == "hermes-db":
@@ -109,12 +114,18 @@ def list_sessions(path: str | os.PathLike[str], *, format: str | None = None) ->
     if fmt in LISTERS:
         source = open_source(path)
         try:
-            return LISTERS[fmt](source)
+            rows = LISTERS[fmt](source)
+            if warnings is not None:
+                warnings.extend(source.warnings)
+            return rows
         except ReaderError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
             raise ReaderError(f"not a valid {fmt} file ({type(exc).__name__}: {exc})", path=path) from None
-    return [summarize(load_session(path, format=fmt))]
+    session = load_session(path, format=fmt)
+    if warnings is not None:
+        warnings.extend(session.warnings)
+    return [summarize(session)]
 
 
 __all__ = ["FORMATS", "list_sessions", "load_session", "split_spec"]

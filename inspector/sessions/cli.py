@@ -65,14 +65,19 @@ def format_table(rows: list[SessionSummary]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
     try:
-        rows = list_sessions(args.source, format=args.format)
+        rows = list_sessions(args.source, format=args.format, warnings=warnings)
     except ReaderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"error: {args.source}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    for warning in warnings[:20]:
+        print(f"warning: {warning}", file=sys.stderr)
+    if len(warnings) > 20:
+        print(f"warning: … and {len(warnings) - 20} more", file=sys.stderr)
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=2, ensure_ascii=False))
     elif not rows:

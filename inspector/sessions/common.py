@@ -217,7 +217,7 @@ def default_api_calls(session: Session, model: str | None = None) -> list[ApiCal
         if msg.get("role") != "assistant":
             continue
         f = flags_of(msg)
-        if f.get("synthetic") or f.get("compaction_summary") or f.get("inactive"):
+        if f.get("synthetic") or f.get("compaction_summary") or f.get("inactive") or f.get("harness"):
             continue
         calls.append(ApiCall(message_index=i, timestamp=msg.get("x_timestamp"), model=model))
     return calls

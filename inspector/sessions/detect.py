@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from inspector.sessions.model import ReaderError
-from inspector.sessions.source import SQLITE_MAGIC, Source, decode, read_bytes
-from inspector.sessions.sqlite_ro import readonly_uri
+from inspector.sessions.source import SQLITE_MAGIC, Source, decode, json_lines, read_bytes
+from inspector.sessions.sqlite_ro import connect_readonly
 
 FORMATS: tuple[str, ...] = (
     "hermes-db",
@@ -51,6 +51,9 @@ ALIASES: dict[str, str] = {
 
 CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state"})
 CLAUDE_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation", "progress"})
+# Records a resumed Claude Code session may open with, in any number, before one with its ids.
+CLAUDE_PREAMBLE = frozenset({"summary", "file-history-snapshot", "queue-operation", "progress"})
+CLAUDE_SCAN_LINES = 5000
 SHAREGPT_SPEAKERS = frozenset({"system", "human", "gpt", "tool"})
 
 
@@ -73,8 +76,8 @@ def is_hermes_db(path: str | Path) -> bool:
     except OSError:
         return False
     try:
-        conn = sqlite3.connect(readonly_uri(path), uri=True, timeout=2)
-    except (sqlite3.Error, UnicodeDecodeError):
+        conn = connect_readonly(path, timeout=2)
+    except (sqlite3.Error, UnicodeDecodeError, OSError):
         return False
     conn.text_factory = lambda b: b.decode("utf-8", errors="replace")
     try:
@@ -91,14 +94,22 @@ def is_hermes_db(path: str | Path) -> bool:
 
 def detect_format(path: str | Path) -> str:
     """The format of the file at ``path``, from its bytes."""
-    data, _, _ = read_bytes(path)
-    if data.startswith(SQLITE_MAGIC):
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(len(SQLITE_MAGIC))
+    except OSError:
+        magic = b""  # read_bytes below names the problem
+    if magic == SQLITE_MAGIC:  # a state.db may be gigabytes: never read it whole to detect it
         if is_hermes_db(path):
             return "hermes-db"
         raise ReaderError(
             "an SQLite database without readable Hermes sessions/messages tables (not a Hermes state.db, or damaged)",
             path=str(path),
         )
+    data, _, gz = read_bytes(path)
+    if gz and data.startswith(SQLITE_MAGIC):
+        raise ReaderError("a gzip-compressed SQLite database: decompress it first (gunzip -k), then open the "
+                          ".db file, which is read in place and never modified", path=str(path))
     text, _ = decode(data, str(path))
     return detect_text(text, str(path))
 
@@ -113,7 +124,7 @@ def detect_text(text: str, path: str = "<text>") -> str:
         return _detect_array(stripped, path)
     if head != "{":
         raise ReaderError(f"not a JSON transcript: starts with {stripped[:20]!r}", path=path)
-    lines = [ln for ln in stripped.splitlines() if ln.strip()]
+    lines = [ln for ln in json_lines(stripped) if ln.strip()]
     try:
         first = json.loads(lines[0])
     except (ValueError, RecursionError):
@@ -192,13 +203,19 @@ def _detect_jsonl(first: dict[str, Any], lines: list[str], path: str) -> str:
     if first.get("role") == "session_meta":
         return "hermes-gateway-jsonl"
     if kind in CLAUDE_TYPES and "payload" not in first:
-        for line in lines[:20]:
+        # Resumed sessions start with summary/snapshot records (any number of them) before the
+        # first record that carries the session's ids.
+        for n, line in enumerate(lines[:CLAUDE_SCAN_LINES]):
             try:
                 rec = json.loads(line)
             except (ValueError, RecursionError):
                 continue
-            if isinstance(rec, dict) and ("sessionId" in rec or "parentUuid" in rec):
+            if not isinstance(rec, dict):
+                continue
+            if "sessionId" in rec or "parentUuid" in rec:
                 return "claude-code"
+            if n >= 20 and rec.get("type") not in CLAUDE_PREAMBLE:
+                break
     if "messages" in first and "source" in first and "started_at" in first:
         return "hermes-export"
     if "messages" in first and any(k in first for k in ("response", "choices", "usage", "completion")):

@@ -225,7 +225,9 @@ def is_replayable(message: dict[str, Any]) -> bool:
     Hermes in-place/rotation, Codex replacement history) and rows the user undid (``inactive``:
     Hermes ``/rewind``) stay in ``Session.messages`` so the UI can show them, but a replay that
     fed them to an engine would duplicate history. Archived pre-compaction rows (``archived``)
-    ARE real history and replay normally.
+    ARE real history and replay normally. Hermes' background-review prompts and the curator's
+    reply (``harness``) are stripped by Hermes itself before a conversation is rebuilt.
     """
     flags = message.get("x_flags") or {}
-    return not (flags.get("compaction_summary") or flags.get("compaction_copy") or flags.get("inactive"))
+    return not (flags.get("compaction_summary") or flags.get("compaction_copy") or flags.get("inactive")
+                or flags.get("harness"))

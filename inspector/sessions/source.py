@@ -6,6 +6,7 @@ a damaged record becomes a warning (when the rest is usable) instead of a lost s
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 import zlib
@@ -66,6 +67,10 @@ def read_bytes(path: str | Path) -> tuple[bytes, list[str], bool]:
 def decode(data: bytes, path: str) -> tuple[str, list[str]]:
     """UTF-8 text without a BOM; undecodable bytes are replaced and reported."""
     warnings: list[str] = []
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        # PowerShell's `>` writes UTF-16 with a byte-order mark; the text itself is fine.
+        text = data.decode("utf-16", errors="replace")
+        return text, ["the file is UTF-16 encoded (not UTF-8); it was read as UTF-16"]
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -85,6 +90,19 @@ def open_source(path: str | Path) -> Source:
     return Source(path=str(path), text=text, warnings=warnings + more, gzipped=gz)
 
 
+def json_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines text: split at newlines only.
+
+    ``str.splitlines`` also splits at U+2028, U+2029, U+0085 and other separators, which JSON
+    allows raw inside strings (Hermes writes them with ``ensure_ascii=False``, as do Node and
+    serde); a ``\r`` before the newline is whitespace to the JSON parser.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def iter_jsonl(source: Source) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for every non-blank line; bad lines become warnings.
 
@@ -92,7 +110,7 @@ def iter_jsonl(source: Source) -> Iterator[tuple[int, Any]]:
     """
     first_error: tuple[int, str] | None = None
     good = 0
-    for lineno, line in enumerate(source.text.splitlines(), start=1):
+    for lineno, line in enumerate(json_lines(source.text), start=1):
         if not line.strip():
             continue
         try:
@@ -166,7 +184,9 @@ def element_lines(text: str) -> list[int]:
 
 def _json_error(exc: BaseException) -> str:
     if isinstance(exc, json.JSONDecodeError):
-        return f"{exc.msg} at column {exc.colno}"
+        where = f"line {exc.lineno} column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
+        # some messages already end in "at" ("Unterminated string starting at")
+        return f"{exc.msg} {where}" if exc.msg.endswith(" at") else f"{exc.msg} at {where}"
     if isinstance(exc, RecursionError):
         return "nested too deeply"
     return str(exc)

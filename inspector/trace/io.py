@@ -1438,11 +1438,18 @@ def saved_kind(path: str | os.PathLike[str]) -> str | None:
                 raw = gz.read(4096)
     except (OSError, EOFError):
         return None
-    text = raw.decode("utf-8", "ignore")
-    for name in (TRACE_FORMAT, BUNDLE_FORMAT):
-        if f'"{name}"' in text:
-            return name
-    return None
+    return saved_kind_of(raw)
+
+
+# A saved file opens with its format name: a transcript that merely mentions one is not a trace.
+_FORMAT_HEAD = re.compile(rb'\s*\{\s*"format"\s*:\s*"([^"]+)"')
+
+
+def saved_kind_of(head: bytes) -> str | None:
+    """``saved_kind`` for the first bytes of a (decompressed) file."""
+    match = _FORMAT_HEAD.match(head)
+    name = match.group(1).decode("utf-8", "replace") if match else None
+    return name if name in (TRACE_FORMAT, BUNDLE_FORMAT) else None
 
 
 def load_trace(path: str | os.PathLike[str], *, verify: bool = False) -> Trace:

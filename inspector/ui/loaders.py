@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inspector.trace.io import BUNDLE_FORMAT, TRACE_FORMAT, saved_kind_of
+
 KIND_TRACE = "trace"
 KIND_BUNDLE = "bundle"
 KIND_DB = "hermes-db"
 KIND_SESSION = "session"
 
-TRACE_FORMAT = "context-inspector-trace"
-BUNDLE_FORMAT = "context-inspector-comparison"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -69,10 +69,10 @@ def sniff(path: str | os.PathLike[str]) -> str:
         raise OpenError(f"{spec}: cannot read: {exc.strerror or exc}") from None
     if head.startswith(SQLITE_MAGIC):
         return KIND_DB
-    text = head.decode("utf-8", "ignore")
-    if TRACE_FORMAT in text:
+    kind = saved_kind_of(head)
+    if kind == TRACE_FORMAT:
         return KIND_TRACE
-    if BUNDLE_FORMAT in text:
+    if kind == BUNDLE_FORMAT:
         return KIND_BUNDLE
     return KIND_SESSION
 

@@ -135,3 +135,15 @@ def test_a_trace_records_the_config_without_credentials():
                            "auxiliary": {"compression": {"api_key_env": "AUX_KEY", "token": "t", "threshold_tokens": 3}}})
     assert shown == {"model": {"max_tokens": 5, "base_url": "https://[REDACTED]@proxy/v1"},
                      "auxiliary": {"compression": {"api_key_env": "AUX_KEY", "threshold_tokens": 3}}}
+
+
+def test_reading_warnings_beyond_twenty_are_counted_and_all_are_in_json(tmp_path, capsys):
+    lines = [json.dumps({"role": "user", "content": "hi"}), json.dumps({"role": "assistant", "content": "hello"})]
+    lines += ["{broken"] * 25
+    src = tmp_path / "noisy.jsonl"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["replay", str(src), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: line") == 20 and "… and 5 more reading warning(s); --json lists them all" in err
+    assert main(["replay", str(src), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["session"]["warnings"]) == 25

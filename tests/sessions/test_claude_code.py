@@ -124,3 +124,9 @@ def test_hermes_trace_export_is_flagged(tmp_path: Path):
     s = load_session(str(_write(tmp_path, records, "trace.jsonl")))
     assert s.meta["hermes_trace_export"] and [m["content"] for m in s.messages] == ["hi", "yo"]
     assert s.api_calls[0].usage is None
+
+
+def test_a_resumed_session_with_many_leading_summaries_is_still_detected(tmp_path: Path):
+    summaries = [{"type": "summary", "summary": f"earlier part {i}", "leafUuid": f"leaf-{i}"} for i in range(25)]
+    path = _write(tmp_path, summaries + _session())
+    assert detect_format(path) == "claude-code"

@@ -44,3 +44,14 @@ def test_errors_exit_2_with_a_message_and_no_traceback(tmp_path: Path, capsys):
     assert err.startswith("error: ") and str(bad) in err and "Traceback" not in err
     assert main(["sessions", str(tmp_path / "missing.db")]) == 2
     assert main(["sessions", str(bad), "--format", "nope"]) == 2
+
+
+def test_entries_a_listing_had_to_skip_are_reported(tmp_path: Path, capsys):
+    good = {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text("\n".join([json.dumps(good), '{"conversations": [', json.dumps({"conversations": [
+        {"from": "narrator", "value": "x"}]}), json.dumps(good)]) + "\n", encoding="utf-8")
+    assert main(["sessions", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert len([line for line in captured.out.splitlines() if line[:1].isdigit()]) == 2
+    assert "line 2: skipped" in captured.err and "entry 3" in captured.err

@@ -89,3 +89,26 @@ def test_a_line_that_is_not_json_is_reported_not_dropped_silently(tmp_path: Path
     path.write_text("\n".join(lines) + "\n")
     s = load_session(str(path))
     assert any(w.startswith("line 4: skipped, not valid JSON") for w in s.warnings)
+
+
+def test_without_token_counts_each_answer_after_a_tool_output_is_its_own_call(tmp_path: Path):
+    fn = lambda cid, cmd: {"type": "function_call", "call_id": cid, "name": "shell", "arguments": json.dumps({"cmd": cmd})}  # noqa: E731
+    out = lambda cid, text: {"type": "function_call_output", "call_id": cid, "output": text}  # noqa: E731
+    lines = [
+        _line("session_meta", {"id": "sess-2", "timestamp": "2026-02-23T12:00:00Z", "cwd": "/r"}),
+        _line("event_msg", {"type": "task_started", "turn_id": "t"}),
+        _line("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}),
+        _line("response_item", fn("A", "ls")),
+        _line("event_msg", {"type": "token_count", "info": None}),  # a provider that reports no usage
+        _line("response_item", out("A", "x")),
+        _line("response_item", fn("B", "pwd")),
+        _line("response_item", out("B", "/w")),
+        _line("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "All done."}]}),
+        _line("event_msg", {"type": "task_complete", "turn_id": "t"}),
+    ]
+    path = tmp_path / "rollout-2026-02-23T12-00-00-sess-2.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    s = load_session(str(path))
+    answers = [s.messages[c.message_index] for c in s.api_calls]
+    assert [[t["id"] for t in a.get("tool_calls") or []] for a in answers] == [["A"], ["B"], []]
+    assert answers[-1]["content"] == "All done."

@@ -322,3 +322,87 @@ def test_replayable_messages_exclude_summaries_copies_and_rewound_rows(tmp_path:
     replay = [m["content"] for m in s.messages[1:] if is_replayable(m)]
     assert replay == ["first task", None, "contents of f0.py", "Done with first task", "second task", "second answer",
                       "third task", "third answer", "fourth task", "fourth answer"]
+
+
+def test_background_review_prompts_and_the_curator_reply_are_not_replayed(tmp_path: Path):
+    from inspector.sessions.model import is_replayable
+
+    path = tmp_path / "state.db"
+    conn = fx.create(path)
+    fx.add_session(conn, "s1", system_prompt="sys")
+    fx.plain_exchange(conn, "s1", T0, "fix the bug")
+    fx.add_message(conn, "s1", "user", "Review the conversation above and save memories", timestamp=T0 + 5)
+    fx.add_message(conn, "s1", "assistant", "curated", timestamp=T0 + 6)
+    fx.plain_exchange(conn, "s1", T0 + 10, "thanks", 1)
+    conn.commit()
+    conn.close()
+    s = load_session(str(path))
+    replayed = [m.get("content") for m in s.messages if is_replayable(m)]
+    assert "curated" not in replayed and not any("Review the conversation" in str(c) for c in replayed)
+    assert all(s.messages[c.message_index].get("content") != "curated" for c in s.api_calls)
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {p.name: _digest(p) for p in sorted(folder.iterdir())}
+
+
+def test_a_hot_rollback_journal_is_read_from_a_private_copy_and_nothing_is_written(tmp_path: Path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "state.db"
+    conn = fx.create(path, wal=False)
+    fx.add_session(conn, "s1", system_prompt="sys")
+    fx.plain_exchange(conn, "s1", T0, "committed")
+    conn.commit()
+    conn.close()
+    committed = [m["content"] for m in load_session(str(path)).messages]
+    # A writer dies mid-transaction with pages already spilled: the journal is hot.
+    writer = ("import sqlite3, os\n"
+              f"c = sqlite3.connect({str(path)!r}); c.execute('PRAGMA cache_size=1'); c.execute('BEGIN IMMEDIATE')\n"
+              "for i in range(2000): c.execute(\"INSERT INTO messages(session_id, role, content, timestamp) "
+              "VALUES ('s1', 'user', ?, 1)\", ('x' * 500,))\n"
+              "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", writer], check=True)
+    assert (tmp_path / "state.db-journal").exists()
+    before = _files(tmp_path)
+    s = load_session(str(path))
+    assert [m["content"] for m in s.messages] == committed, "what was committed, not the dead writer's rows"
+    assert any("private copy" in w for w in s.warnings)
+    assert _files(tmp_path) == before, "neither the database nor its journal was touched"
+
+
+def test_a_copied_wal_database_without_its_index_leaves_nothing_beside_it(tmp_path: Path):
+    import shutil
+
+    source = tmp_path / "live" / "state.db"
+    source.parent.mkdir()
+    conn = fx.create(source)
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    fx.add_session(conn, "s1", system_prompt="sys")
+    fx.plain_exchange(conn, "s1", T0, "only in the wal")
+    conn.commit()
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for suffix in ("", "-wal"):
+        shutil.copyfile(f"{source}{suffix}", copy / f"state.db{suffix}")
+    conn.close()
+    before = _files(copy)
+    s = load_session(str(copy / "state.db"))
+    assert any(m.get("content") == "only in the wal" for m in s.messages), "committed rows in the -wal are read"
+    assert _files(copy) == before, "no -shm is created beside the copy"
+
+
+def test_detection_reads_only_the_head_of_a_database_and_names_a_gzipped_one(tmp_path: Path, plain_db: Path,
+                                                                           monkeypatch):
+    import gzip as gz
+
+    from inspector.sessions import detect
+
+    monkeypatch.setattr(detect, "read_bytes", lambda *_: (_ for _ in ()).throw(AssertionError("read whole")))
+    assert detect_format(str(plain_db)) == "hermes-db"
+    monkeypatch.undo()
+    packed = tmp_path / "state.db.gz"
+    packed.write_bytes(gz.compress(plain_db.read_bytes()))
+    with pytest.raises(ReaderError, match="gzip-compressed SQLite database: decompress it first"):
+        load_session(str(packed))

@@ -167,3 +167,75 @@ def test_a_forced_format_that_does_not_fit_is_a_reader_error(tmp_path: Path):
     with pytest.raises(ReaderError):
         load_session(str(path), format="hermes-db")
     assert len(load_session(str(path), format="openai").messages) == 5
+
+
+def _record(messages: list[dict], reply: str, prompt_tokens: int) -> dict:
+    return {"messages": messages, "response": {"choices": [{"message": {"role": "assistant", "content": reply}}],
+                                               "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 5}}}
+
+
+def test_a_compacted_prompt_adds_only_what_is_new_and_keeps_the_summary_on_the_marker(tmp_path: Path):
+    s_, u = {"role": "system", "content": "S"}, lambda text: {"role": "user", "content": text}
+    a = lambda text: {"role": "assistant", "content": text}  # noqa: E731
+    records = [
+        _record([s_, u("u1")], "a1", 100),
+        _record([s_, u("u1"), a("a1"), u("u2")], "a2", 150),
+        # history rewritten: a summary replaces u1/a1, u2/a2 are re-sent, u3 is new
+        _record([s_, u("[CONTEXT SUMMARY]: u1/a1"), u("u2"), a("a2"), u("u3")], "a3", 90),
+    ]
+    path = _write(tmp_path / "requests.jsonl", "\n".join(json.dumps(r) for r in records))
+    s = load_session(str(path))
+    assert [m["content"] for m in s.messages] == ["S", "u1", "a1", "u2", "a2", "u3", "a3"], "re-sent history is not new"
+    assert [c.message_index for c in s.api_calls] == [2, 4, 6], "one call per record, none invented"
+    (marker,) = s.compactions
+    assert (marker.kind, marker.message_index, marker.summary) == ("request-rewrite", 5, "[CONTEXT SUMMARY]: u1/a1")
+
+
+def test_an_auxiliary_call_in_a_request_log_is_left_out_of_the_conversation(tmp_path: Path):
+    s_, u, a = {"role": "system", "content": "You are an agent."}, (lambda t: {"role": "user", "content": t}), \
+        (lambda t: {"role": "assistant", "content": t})
+    history = [s_, u("u1")]
+    records = [_record(history, "a1", 100)]
+    history = history + [a("a1"), u("u2")]
+    records.append(_record(history, "a2", 150))
+    records.append(_record([{"role": "system", "content": "You summarise."}, u("Summarise: u1 a1 u2 a2")], "SUMMARY", 60))
+    history = history + [a("a2"), u("u3")]
+    records.append(_record(history, "a3", 200))
+    path = _write(tmp_path / "proxy.jsonl", "\n".join(json.dumps(r) for r in records))
+    s = load_session(str(path))
+    assert [m["content"] for m in s.messages] == ["You are an agent.", "u1", "a1", "u2", "a2", "u3", "a3"]
+    assert [c.usage.prompt_tokens for c in s.api_calls] == [100, 150, 200]
+    assert any("line 3" in w and "auxiliary" in w for w in s.warnings)
+
+
+def test_inline_think_is_shown_as_reasoning_and_the_content_stays_as_sent(tmp_path: Path):
+    msgs = [{"role": "user", "content": "what is it?"},
+            {"role": "assistant", "content": "<think>it has whiskers</think>It is a cat."}]
+    s = load_session(str(_write(tmp_path / "think.json", json.dumps(msgs))))
+    assert s.messages[1]["x_reasoning"] == "it has whiskers"
+    assert s.messages[1]["content"] == "<think>it has whiskers</think>It is a cat."
+
+
+def test_line_and_paragraph_separators_inside_strings_do_not_split_a_line(tmp_path: Path):
+    lines = [{"role": "user", "content": "one\u2028two\u2029three\x85four"}, {"role": "assistant", "content": "ok"}]
+    path = tmp_path / "sep.jsonl"
+    path.write_text("\n".join(json.dumps(m, ensure_ascii=False) for m in lines) + "\r\n", encoding="utf-8")
+    s = load_session(str(path))
+    assert [m["content"] for m in s.messages] == ["one\u2028two\u2029three\x85four", "ok"]
+    assert s.warnings == []
+
+
+def test_a_utf16_file_is_read_and_said_to_be_utf16(tmp_path: Path):
+    path = tmp_path / "ps.jsonl"
+    path.write_bytes("\n".join(json.dumps(m) for m in CONVERSATION[1:2] + [{"role": "assistant", "content": "hi"}])
+                     .encode("utf-16"))
+    s = load_session(str(path))
+    assert [m["content"] for m in s.messages] == ["list files", "hi"]
+    assert any("UTF-16" in w for w in s.warnings)
+
+
+def test_json_errors_read_naturally(tmp_path: Path):
+    path = _write(tmp_path / "cut.json", '[{"role": "user", "content": "hi"}, {"role": "user", "content": "never ends')
+    with pytest.raises(ReaderError) as err:
+        load_session(str(path))
+    assert "Unterminated string starting at column" in str(err.value) and "at at" not in str(err.value)

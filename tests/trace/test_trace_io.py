@@ -588,3 +588,11 @@ def test_the_summary_of_a_reopened_trace_is_the_summary_it_had(tmp_path: Path):
     path = tmp_path / "t.json"
     save_trace(trace, path)
     assert summarise(load_trace(path)) == summarise(trace)
+
+
+def test_only_a_file_that_opens_with_a_format_name_is_a_saved_trace():
+    assert trace_io.saved_kind_of(b'{"format":"context-inspector-trace","version":1}') == trace_io.TRACE_FORMAT
+    assert trace_io.saved_kind_of(b' {\n  "format": "context-inspector-comparison"') == trace_io.BUNDLE_FORMAT
+    mention = json.dumps({"role": "user", "content": 'why does my "context-inspector-trace" fail?'}).encode()
+    assert trace_io.saved_kind_of(mention) is None
+    assert trace_io.saved_kind_of(b'["context-inspector-trace"]') is None

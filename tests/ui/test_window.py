@@ -475,3 +475,12 @@ def test_a_navigation_notice_goes_once_a_move_works(window, demo_trace: Trace) -
     assert window.statusBar().currentMessage() == "Last event"
     window.act["prev"].trigger()
     assert window.statusBar().currentMessage() == ""
+
+
+def test_a_transcript_that_mentions_the_trace_format_opens_as_a_session(window, tmp_path: Path) -> None:
+    path = tmp_path / "question.jsonl"
+    path.write_text("\n".join(json.dumps(m) for m in [
+        {"role": "user", "content": "Why does my context-inspector-trace file fail to load?"},
+        {"role": "assistant", "content": "Check its version."}]) + "\n", encoding="utf-8")
+    assert window.open_path(str(path), sync_replay=True), window.message_bar.text()
+    assert window.trace is not None and len(window.trace.requests) == 1

@@ -60,6 +60,9 @@ class _Builder:
         self.source = source
         self.s = Session(id="", source_format="codex", source_path=source.path)
         self.pending: int | None = None  # assistant message of the call in progress
+        # A tool output arrived since the pending call's items: anything the model says next is a
+        # new call, even when no token_count closed this one (legacy files, providers without usage).
+        self.output_since_pending = False
         self.last_total: Any = None
         self.model: str | None = None
         self.turns: list[dict[str, Any]] = []
@@ -80,6 +83,8 @@ class _Builder:
         return len(self.msgs) - 1
 
     def assistant(self, ts: float | None, lineno: int) -> dict[str, Any]:
+        if self.pending is not None and self.output_since_pending:
+            self.close_call()
         if self.pending is None:
             self.pending = self.add({"role": "assistant", "content": None}, ts, lineno)
         return self.msgs[self.pending]
@@ -91,6 +96,7 @@ class _Builder:
             ApiCall(message_index=self.pending, usage=usage, timestamp=self.msgs[self.pending].get("x_timestamp"), model=self.model)
         )
         self.pending = None
+        self.output_since_pending = False
 
     # --- response items ---------------------------------------------------------------
     def item(self, p: dict[str, Any], ts: float | None, lineno: int) -> None:
@@ -159,6 +165,8 @@ class _Builder:
             elif not isinstance(out, str):
                 out = "" if out is None else json.dumps(out, ensure_ascii=False)
             self.add({"role": "tool", "tool_call_id": str(p.get("call_id", "")), "content": out}, ts, lineno)
+            if self.pending is not None:
+                self.output_since_pending = True
         else:
             self.skipped[str(kind)] = self.skipped.get(str(kind), 0) + 1
 

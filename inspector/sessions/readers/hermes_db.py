@@ -23,7 +23,7 @@ from inspector.sessions.readers.hermes_common import (
     mark_compactions,
     mark_harness_replies,
 )
-from inspector.sessions.sqlite_ro import readonly_uri
+from inspector.sessions.sqlite_ro import connect_readonly
 from inspector.sessions.summary import SessionSummary
 
 MESSAGE_COLUMNS = (
@@ -58,8 +58,8 @@ def connect(path: str) -> sqlite3.Connection:
     if not p.is_file():
         raise ReaderError("no such database file", path=path)
     try:
-        conn = sqlite3.connect(readonly_uri(p), uri=True, timeout=5)
-    except (sqlite3.Error, UnicodeDecodeError) as exc:
+        conn = connect_readonly(p, timeout=5)
+    except (sqlite3.Error, UnicodeDecodeError, OSError) as exc:
         raise ReaderError(f"cannot open database read-only: {exc}", path=path) from None
     conn.row_factory = sqlite3.Row
     # Damaged or foreign text must not abort the read: undecodable bytes are replaced.
@@ -285,6 +285,8 @@ def _build(db: _Db, chain: list[str]) -> Session:
     tip = db.sessions[chain[-1]]
     root = db.sessions[chain[0]]
     session = Session(id=chain[-1], source_format="hermes-db", source_path=db.path)
+    if db.conn.note:
+        session.warnings.append(db.conn.note)
     messages: list[dict[str, Any]] = []
     segment_starts: list[int] = []
     skipped = 0

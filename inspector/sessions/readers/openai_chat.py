@@ -18,14 +18,16 @@ from typing import Any
 
 from inspector.sessions.common import (
     ROLES,
+    THINK_RE,
     WIRE_KEYS,
     default_api_calls,
     finalize,
+    is_hermes_summary,
     normalize_tool_calls,
     origin,
     parse_timestamp,
 )
-from inspector.sessions.model import ApiCall, Compaction, ReaderError, Session
+from inspector.sessions.model import ApiCall, Compaction, ReaderError, Session, message_text
 from inspector.sessions.source import Source, element_lines, iter_jsonl, parse_json
 from inspector.sessions.summary import SessionSummary, summarize
 from inspector.usage import normalize_usage
@@ -75,6 +77,11 @@ def map_message(
         if not isinstance(reasoning, str) or not reasoning.strip():
             rc = raw.get("reasoning_content")
             reasoning = rc if isinstance(rc, str) and rc.strip() else None
+        if not reasoning and isinstance(msg.get("content"), str) and "<think>" in msg["content"]:
+            # Inline reasoning (formats.md §3.1): shown as reasoning, while the content stays as it was
+            # sent, since whether the agent re-sent it is for the engine to decide, not the loader.
+            found = [t.strip() for t in THINK_RE.findall(msg["content"]) if t.strip()]
+            reasoning = "\n\n".join(found) or None
         if reasoning:
             msg["x_reasoning"] = reasoning
         opaque = {k: raw[k] for k in ("reasoning_details", "reasoning_content") if raw.get(k) not in (None, "")}
@@ -308,6 +315,52 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return ca == cb
 
 
+def _signature(m: dict[str, Any]) -> tuple[Any, ...]:
+    """What :func:`_same` compares, as a hashable value."""
+    calls = tuple((c["id"], c["function"]["name"]) for c in m.get("tool_calls") or ())
+    return m.get("role"), repr(m.get("content")), m.get("tool_call_id"), calls
+
+
+def _overlaps(prompt: list[dict[str, Any]], context: list[dict[str, Any]]) -> bool:
+    seen = {_signature(m) for m in context}
+    return any(_signature(m) in seen for m in prompt)
+
+
+def _other_system(prompt: list[dict[str, Any]], context: list[dict[str, Any]]) -> bool:
+    """Both open with a system prompt, and not the same one: another agent's (or helper's) call."""
+    return bool(prompt and context) and prompt[0].get("role") == context[0].get("role") == "system" \
+        and not _same(prompt[0], context[0])
+
+
+def _after_rewrite(
+    prompt: list[dict[str, Any]], shared: int, context: list[dict[str, Any]], transcript: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], str | None]:
+    """(messages new since the previous call, the summary text) of a prompt that rewrote history.
+
+    A rewritten prompt re-sends kept history (and a summary in place of what it dropped): what
+    follows the previous call's last message is new, the rest was already in the conversation.
+    Without that anchor, the messages the conversation has not seen yet are new.
+    """
+    last = _signature(context[-1])
+    anchor = next((j for j in range(len(prompt) - 1, shared - 1, -1) if _signature(prompt[j]) == last), None)
+    known = {_signature(m) for m in transcript}
+    if anchor is not None:
+        fresh, rewritten = prompt[anchor + 1:], prompt[shared:anchor + 1]
+    else:
+        fresh = [m for m in prompt[shared:] if _signature(m) not in known]
+        rewritten = []
+    summaries = [m for m in rewritten + fresh if _signature(m) not in known and _is_summary(m)]
+    summaries += [m for m in rewritten if _signature(m) not in known and not _is_summary(m)]
+    fresh = [m for m in fresh if not _is_summary(m)]
+    text = "\n\n".join(message_text(m) for m in summaries if message_text(m))
+    return fresh, text or None
+
+
+def _is_summary(m: dict[str, Any]) -> bool:
+    content = m.get("content")
+    return isinstance(content, str) and is_hermes_summary(content)
+
+
 def _request_records(source: Source) -> list[tuple[int | None, dict[str, Any]]]:
     stripped = source.text.lstrip()
     records: list[tuple[int | None, dict[str, Any]]] = []
@@ -350,16 +403,24 @@ def read_request_log(source: Source, session_id: str | None = None) -> Session:
             m = map_message(raw, where=f"line {lineno} message {i}", warnings=session.warnings, file=source.path, line=lineno, index=i)
             if m is not None:
                 prompt.append(m)
+        if n and context and not _overlaps(prompt, context) and _other_system(prompt, context):
+            # Another line of calls in the same log (a summariser, a title generator): not a turn
+            # of this conversation, and its prompt would otherwise be replayed as one.
+            session.warnings.append(f"line {lineno}: a call that shares no message with the conversation "
+                                    "(an auxiliary call?) was left out of it")
+            continue
         shared = 0
         while shared < min(len(context), len(prompt)) and _same(context[shared], prompt[shared]):
             shared += 1
         if n and shared < len(context):
+            fresh, summary = _after_rewrite(prompt, shared, context, msgs)
             session.warnings.append(
-                f"line {lineno}: prompt does not extend the previous call's (differs from message {shared}); "
-                "its new context was appended after a marker"
+                f"line {lineno}: prompt does not extend the previous call's (differs from message {shared}): "
+                "the agent rewrote its history here; only the messages new since the previous call join the conversation"
             )
-            session.compactions.append(Compaction(message_index=len(msgs), kind="request-rewrite", timestamp=parse_timestamp(rec.get("timestamp"))))
-            msgs.extend(prompt[shared:])
+            session.compactions.append(Compaction(message_index=len(msgs), kind="request-rewrite", summary=summary,
+                                                  timestamp=parse_timestamp(rec.get("timestamp"))))
+            msgs.extend(fresh)
         else:
             msgs.extend(prompt[shared:] if n else prompt)
         message, usage, model = _response_message(rec)
