@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 
 DEFAULTS: dict[str, Any] = {
-    "model": {"default": "anthropic/claude-sonnet-4.5", "provider": "", "base_url": "", "context_length": 128000, "max_tokens": None},
+    # No context_length: like Hermes, a config without one gets the model's known window (§8.3).
+    "model": {"default": "anthropic/claude-sonnet-4.5", "provider": "", "base_url": "", "context_length": None, "max_tokens": None},
     "context": {"engine": "compressor"},
     "compression": {
         "enabled": True,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 # Sections that must be mappings when present.
@@ -23,12 +24,25 @@ HERMES_KEYS: dict[str, tuple[str, float | None, float | None, Any]] = {
     "model.context_length": ("int", 1, None, "the model's known window"),
     "compression.enabled": ("bool", None, None, True),
     "compression.threshold": ("num", 0.0, 1.0, 0.50),
-    "compression.target_ratio": ("num", 0.0, 1.0, 0.20),
+    "compression.target_ratio": ("num", 0.10, 0.80, 0.20),
     "compression.protect_last_n": ("int", 0, None, 20),
     "compression.protect_first_n": ("int", 0, None, 3),
-    "compression.context_timeout_seconds": ("num", 0, None, 120),
+    "compression.context_timeout_seconds": ("num", None, None, 120),  # <= 0: no timeout, as in Hermes
     "compression.max_attempts": ("int", 1, 10, 3),
     "auxiliary.compression.timeout": ("num", 0, None, 120),
+}
+# What happens to a number of the right type outside its range: what a run actually uses, which is
+# not the default a value of the wrong type falls back to.
+RANGE_EFFECTS: dict[str, Callable[[float], str]] = {
+    "model.context_length": lambda v: "it is ignored and the model's known window is used",
+    "compression.threshold": lambda v: ("Hermes passes it on, and the threshold is capped at 85 % of the window"
+                                        if v > 1 else "Hermes passes it on: the 0.75 floor below a 512K window, "
+                                        "else the 64,000-token minimum, sets the threshold"),
+    "compression.target_ratio": lambda v: f"the engine clamps it to {min(max(v, 0.10), 0.80):g}",
+    "compression.protect_last_n": lambda v: "the engine uses 0",
+    "compression.protect_first_n": lambda v: "the engine uses 0",
+    "compression.max_attempts": lambda v: f"the host uses {10 if v > 10 else (3 if v == 0 else 1)}",
+    "auxiliary.compression.timeout": lambda v: "the compression task's timeout is floored at 300 s anyway",
 }
 INSPECTOR_KEYS: dict[str, tuple[str, float | None, float | None]] = {
     "inspector.hook_timeout_seconds": ("num", 0, None),
@@ -126,7 +140,10 @@ def check_config(config: dict[str, Any]) -> list[str]:
         present, value = _get(config, dotted)
         why = _bad(kind, value, low, high) if present else None
         if why:
-            warnings.append(f"{dotted}: {why}, got {value!r}; Hermes ignores it and uses {fallback}")
+            typed = _bad(kind, value, None, None) is None
+            effect = RANGE_EFFECTS[dotted](value) if typed and dotted in RANGE_EFFECTS else \
+                f"Hermes ignores it and uses {fallback}"
+            warnings.append(f"{dotted}: {why}, got {value!r}; {effect}")
     for dotted, defaults in NOT_MODELLED.items():
         present, value = _get(config, dotted)
         if present and value not in defaults:

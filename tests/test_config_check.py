@@ -39,7 +39,9 @@ def test_a_near_miss_key_is_pointed_out_and_a_valid_config_is_quiet():
 
 def test_the_model_may_be_given_as_a_name_alone():
     config = load_config(None, parse_set_option(["model=gpt-5"]))
-    assert config["model"]["default"] == "gpt-5" and config["model"]["context_length"] == 128000
+    from inspector.engines.loading import window_for
+
+    assert config["model"]["default"] == "gpt-5" and window_for(config, "gpt-5") == 400_000, "the model's own window"
 
 
 def test_set_rejects_an_empty_key_and_unreadable_yaml():

@@ -1084,7 +1084,11 @@ class ContextCompressor(ContextEngine):
         # 7-8. summary, abort or fallback
         summary = self._generate_summary(turns, focus_topic=focus, memory_context=memory_context)
         if summary is None:
-            if self.abort_on_summary_failure or self._last_summary_auth_failure or self._last_summary_network_failure:
+            # Offline, the deterministic summary stands in for the answer the main model would have
+            # given (README): that is not a failure, so abort_on_summary_failure does not apply.
+            failed = not self._last_summary_offline_stand_in
+            if failed and self.abort_on_summary_failure or self._last_summary_auth_failure \
+                    or self._last_summary_network_failure:
                 self._last_compress_aborted = True
                 if not self.quiet_mode:
                     logger.warning("Compression aborted: %s", self._last_summary_error)

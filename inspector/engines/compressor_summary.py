@@ -18,6 +18,7 @@ from typing import Any
 
 from inspector.engines.compressor_prune import (
     build_call_map,
+    is_placeholder,
     one_line,
     parse_args,
     summarize_tool_result,
@@ -425,7 +426,7 @@ def _collect_paths(turns: list[dict[str, Any]]) -> list[str]:
     found: list[str] = []
 
     def add(value: Any) -> None:
-        if isinstance(value, str) and value and len(found) < FALLBACK_MAX_FILES and value not in found:
+        if isinstance(value, str) and value.strip("./~ ") and len(found) < FALLBACK_MAX_FILES and value not in found:
             if len(value) <= 200 and "\n" not in value:
                 found.append(value)
 
@@ -484,10 +485,14 @@ def build_fallback_body(
         elif role == "tool":
             text = _flatten_for_summary(msg.get("content"))
             name, args = call_map.get(str(msg.get("tool_call_id") or ""), (msg.get("name") or "tool", None))
-            actions.append(_mask(summarize_tool_result(name, args, text)))
+            # A result an earlier prune already turned into its one-line summary (or a placeholder)
+            # is that line: measured again it would become "1 lines output".
+            done = is_placeholder(text) or ("\n" not in text and text.startswith(f"[{name}] "))
+            actions.append(_mask(text if done else summarize_tool_result(name, args, text)))
             if _ERROR_HINT.search(text):
                 first = next((ln for ln in text.splitlines() if _ERROR_HINT.search(ln)), text)
-                blocked.append(f"[{name}] " + one_line(_mask(first), 200))
+                line = one_line(_mask(first), 200)
+                blocked.append(line if line.startswith(f"[{name}]") else f"[{name}] " + line)
 
     lines: list[str] = [HISTORICAL_SNAPSHOT_HEADING]
     if latest is not None:

@@ -22,7 +22,6 @@ from typing import Any
 
 from inspector.config import cfg_get
 from inspector.engines.compat.plugins import PluginContext, PluginManager, PluginManifest, is_context_engine
-from inspector.engines.contract import resolve_model_threshold
 
 DIRECTORY_PACKAGE = "plugins.context_engine"
 GENERAL_PACKAGE = "hermes_plugins"
@@ -212,20 +211,33 @@ class ModelRuntime:
     max_tokens: int | None = None
 
 
+def window_for(config: dict[str, Any], model: str) -> int:
+    """The context window Hermes would use for ``model`` (§8.3), offline and deterministic.
+
+    An explicit ``model.context_length``, then a custom provider's per-model value, then the
+    family defaults, then 256,000: never a default of our own that would hide the model's.
+    """
+    from inspector.engines.compat.mod_model_metadata import _from_custom_providers, _positive
+    from inspector.engines.compressor import lookup_context_length
+
+    raw = config.get("model")
+    section = raw if isinstance(raw, dict) else {}
+    configured = section.get("context_length")
+    if _positive(configured):
+        return int(configured)
+    found = _from_custom_providers(model, str(section.get("base_url") or ""), str(section.get("provider") or ""),
+                                   config.get("custom_providers"))
+    return found or lookup_context_length(model)
+
+
 def model_runtime(config: dict[str, Any]) -> ModelRuntime:
     """Model, route and (offline, deterministic) context length from config."""
-    from inspector.engines.compat.mod_model_metadata import get_model_context_length
-
     raw = config.get("model")
     section = raw if isinstance(raw, dict) else {}
     model = str(raw if isinstance(raw, str) else section.get("default") or section.get("model") or section.get("name") or "")
     provider = str(section.get("provider") or "")
     base_url = str(section.get("base_url") or "")
-    configured = section.get("context_length")
-    ctx = get_model_context_length(
-        model, base_url, "", config_context_length=configured if isinstance(configured, int) else None,
-        provider=provider, custom_providers=config.get("custom_providers"),
-    )
+    ctx = window_for(config, model)
     max_tokens = section.get("max_tokens")
     return ModelRuntime(
         model=model, provider=provider, base_url=base_url, api_key=str(section.get("api_key") or ""),
@@ -235,9 +247,11 @@ def model_runtime(config: dict[str, Any]) -> ModelRuntime:
 
 
 def builtin_threshold_percent(config: dict[str, Any], rt: ModelRuntime) -> float:
-    """``compression.threshold`` → per-model code autoraise → ``model_thresholds`` (§1.5).
+    """``compression.threshold`` → per-model code autoraise (§1.5): the percent the compressor snapshots.
 
-    The small-context floor (0.75 below 512K) belongs to the compressor itself.
+    ``model_thresholds`` is not folded in: the engine resolves it per model against this value,
+    so switching to a model without an override falls back to it, never to the previous model's
+    override. The small-context floor (0.75 below 512K) belongs to the compressor itself.
     """
     try:
         pct = float(cfg_get(config, "compression.threshold", 0.50))
@@ -252,8 +266,7 @@ def builtin_threshold_percent(config: dict[str, Any], rt: ModelRuntime) -> float
             pct = max(pct, 0.85)
         if "gpt-5.3-codex-spark" in model:
             pct = max(pct, 0.70)
-    thresholds = cfg_get(config, "compression.model_thresholds", {}) or {}
-    return resolve_model_threshold(rt.model, thresholds if isinstance(thresholds, dict) else {}, pct, rt.provider)
+    return pct
 
 
 def build_builtin_compressor(config: dict[str, Any]) -> Any:

@@ -21,6 +21,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from inspector.engines.contract import ContextEngine, engine_overrides_hook
+from inspector.engines.loading import window_for
 from inspector.host.guard import CallOutcome, call_inline, call_on_pool
 from inspector.host.responders import ProviderResponse, Responder
 from inspector.host.shaping import (
@@ -88,6 +89,8 @@ TIMEOUT_RESTORE_FIELDS = (
     "_ineffective_compression_count",
     "_fallback_compression_streak",
     "_summary_failure_cooldown_until",
+    "_summary_failure_kind",
+    "_consecutive_timeout_failures",
     "_last_summary_error",
     "summary_model",
 )
@@ -117,6 +120,9 @@ HOST_DIFFERENCES = [
     "A compress that timed out keeps running in the background, as in Hermes; the next pass waits up to one "
     "more timeout for it (a replay reaches it in milliseconds, the agent after a provider call) and is "
     "skipped if it is still running: two passes never overlap.",
+    "The summariser's window for Hermes' first-compaction feasibility check comes only from "
+    "auxiliary.compression.context_length (Hermes also looks it up from the provider); without it the "
+    "check is skipped.",
 ]
 
 
@@ -254,7 +260,7 @@ class HostSettings:
         self.provider = str(model_cfg.get("provider") or "")
         self.base_url = str(model_cfg.get("base_url") or "")
         self.api_mode = str(model_cfg.get("api_mode") or "")
-        self.context_length = _as_int(model_cfg.get("context_length")) or 128_000
+        self.context_length = window_for(config, self.model)
         self.compression_enabled = str(comp.get("enabled", True)).lower() not in ("false", "0", "no", "off", "")
         self.max_attempts = max(1, min(10, _as_int(comp.get("max_attempts", 3)) or 3))
         self.model_thresholds = dict(comp.get("model_thresholds") or {})
@@ -393,8 +399,12 @@ class Host:
         self._status_prev: dict[str, Any] | None = None
         self._status_failed = False
         self._timeouts: dict[str, int] = {}
+        self._feasibility_checked = False  # §2.9 runs once, at the first compaction
         self._abandoned_compress: Any = None  # a timed-out compress still running on the pool
         self._abandoned_noted = False
+        # The engine's fields as the timeout left them: the pass can never commit, so what it
+        # changes when it finishes late is put back (§4.3).
+        self._abandoned_fields: dict[str, Any] = {}
         self._last_sanitised: dict[str, int] | None = None
         self._turn_exit: str | None = None  # why Hermes would have ended the current turn early  # inline hook kind -> timeouts so far (see HOOK_TIMEOUTS_BEFORE_SKIP)
         self.trace.meta.setdefault("message_keys", KEY_SCHEME)
@@ -497,6 +507,8 @@ class Host:
         **kwargs: Any,
     ) -> tuple[Event, CallOutcome]:
         """Call an engine hook under guard and record it as an event."""
+        if self._abandoned_compress is not None and self._abandoned_compress.done():
+            self._settle_abandoned()
         t = time.perf_counter() - self._t0
         if on_pool:
             outcome = call_on_pool(lambda: fn(*args, **kwargs), timeout)
@@ -526,6 +538,22 @@ class Host:
         if self._aux_pending:
             self._drain_aux(event)
         return event, outcome
+
+    def _settle_abandoned(self) -> None:
+        """A timed-out compress pass finished in the background: undo what it did to the engine."""
+        restore, self._abandoned_fields = self._abandoned_fields, {}
+        self._abandoned_compress, self._abandoned_noted = None, False
+        changed = []
+        for name, value in restore.items():
+            try:
+                if getattr(self.engine, name, None) != value:
+                    changed.append(name)
+                    setattr(self.engine, name, value)
+            except Exception:
+                pass
+        if changed:
+            self.note("the compress pass that timed out finished in the background; it can never commit, so its "
+                      f"changes to the engine were undone ({', '.join(changed)})")
 
     def aux_sink(self, record: Any) -> None:
         """Recorder for ``call_llm``: any thread may call it (compress runs on the pool)."""
@@ -1294,6 +1322,9 @@ class Host:
                     self.note(f"automatic compression blocked by the engine: {self._blocked_reason(approx_tokens)}",
                               site=site)
                     return False
+        if not self._feasibility_checked:
+            self._feasibility_checked = True
+            self._check_aux_feasibility()
         stale = self._abandoned_compress
         if stale is not None:
             # Two passes never overlap for one session (§4.3). A replay reaches the next attempt
@@ -1309,7 +1340,7 @@ class Host:
                 return False
             except Exception:
                 pass
-            self._abandoned_compress, self._abandoned_noted = None, False
+            self._settle_abandoned()
         candidates = {"current_tokens": approx_tokens, "focus_topic": focus_topic, "force": force}
         kwargs = supported_compress_kwargs(e.compress, candidates)
         before = self.history
@@ -1341,6 +1372,9 @@ class Host:
                 ev.note = "compression timed out before commit: discarded, transcript unchanged"
                 ev.state = self._state()
                 self._abandoned_compress = out.abandoned
+                if out.abandoned is not None:
+                    self._abandoned_fields = {k: copy.deepcopy(v) for k, v in vars(e).items()
+                                              if k in TIMEOUT_RESTORE_FIELDS} if hasattr(e, "__dict__") else {}
                 if site in ("pre_api", "preflight"):
                     # Hermes ends the turn here (§4.3); the replay goes on with the transcript.
                     self._turn_exit = "context_compression_timeout"
@@ -1411,6 +1445,31 @@ class Host:
         if count >= 2:
             self.note(f"Session compressed {count} times — accuracy may degrade (Hermes warns here)")
         return True
+
+    def _check_aux_feasibility(self) -> None:
+        """Hermes' once-per-agent check of the summariser's window, at the first compaction (§2.9)."""
+        aux = (self.config.get("auxiliary") or {}).get("compression") or {}
+        window = _as_int(aux.get("context_length")) if isinstance(aux, dict) else 0
+        if window <= 0:
+            return
+        e = self.engine
+        if window < 64_000:
+            self.fault("aux_context_too_small", f"the summariser's window ({window:,} tokens, "
+                       "auxiliary.compression.context_length) is below 64,000: Hermes raises ValueError here; "
+                       "the replay compresses anyway")
+            return
+        threshold = _as_int(getattr(e, "threshold_tokens", 0))
+        if threshold and window < threshold:
+            ctx = _as_int(getattr(e, "context_length", 0)) or self.settings.context_length
+            try:
+                e.threshold_tokens = window
+                e.threshold_percent = window / ctx if ctx else getattr(e, "threshold_percent", 0)
+            except Exception as exc:
+                self.fault("host_error", f"could not lower the engine's threshold to the summariser's window: {exc}")
+                return
+            self.note(f"the summariser's window ({window:,} tokens) is below the compression threshold "
+                      f"({threshold:,}): Hermes lowers threshold_tokens to {window:,} "
+                      f"(threshold_percent {e.threshold_percent:.3f}) and warns", previous_threshold=threshold)
 
     def _blocked_reason(self, tokens: int) -> str:
         """Why the engine refuses to compress, in its own words where it gives any."""

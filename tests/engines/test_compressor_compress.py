@@ -461,6 +461,14 @@ def test_abort_on_summary_failure_keeps_original():
     assert c._last_compression_made_progress is False
 
 
+def test_offline_the_stand_in_summary_is_not_a_failure_to_abort_on():
+    c = engine(abort_on_summary_failure=True, offline_stand_in=True)
+    msgs = chat(40)
+    out = c.compress(msgs)
+    assert out is not msgs and c._last_compress_aborted is False
+    assert c.compression_count == 1 and c._last_summary_fallback_used is True
+
+
 @pytest.mark.parametrize(
     "exc",
     [PermissionError("Error code: 403 - forbidden"), ConnectionError("stream closed before completion")],

@@ -202,6 +202,21 @@ def test_fallback_summary_content():
     assert "An earlier compaction summary preceded these turns" in c._build_fallback_summary(_work_turns())
 
 
+def test_fallback_keeps_results_an_earlier_prune_already_summarised():
+    pruned = "[terminal] ran `pytest -q` -> exit 1, 42 lines output"
+    turns = [
+        {"role": "user", "content": "run the tests"},
+        {"role": "assistant", "content": "", "tool_calls": [call("c1", command="pytest -q"),
+                                                          call("c2", "list_files", path=".")]},
+        {"role": "tool", "tool_call_id": "c1", "content": pruned},
+        {"role": "tool", "tool_call_id": "c2", "content": "a.py\nb.py"},
+    ]
+    text = engine()._build_fallback_summary(turns)
+    assert f"2. {pruned}\n" in text, "the pruned line is the action, not re-measured as 1 line"
+    assert f"## Blocked\n- {pruned}\n" in text, "no doubled [terminal] prefix"
+    assert "- .\n" not in text.split("## Relevant Files\n")[1], "the current directory is not a file"
+
+
 def test_fallback_limits():
     c = engine()
     turns: list[dict] = [{"role": "user", "content": "go " + "g" * 1000}]

@@ -505,3 +505,32 @@ def test_engine_deep_copies_with_its_state():
     assert twin._compress_lock is not c._compress_lock
     assert twin.compress(chat(30)) is not None
     assert c.compression_count == 1 and twin.compression_count == 2
+
+
+@pytest.mark.parametrize(("model", "window", "threshold"), [
+    ("google/gemini-2.5-pro", 1_048_576, 524_288),
+    ("anthropic/claude-opus-4", 200_000, 150_000),
+])
+def test_a_hermes_config_without_a_window_gets_the_models_own(model, window, threshold):
+    from inspector.config import load_config
+    from inspector.engines.loading import build_builtin_compressor
+    from inspector.host.host import HostSettings
+
+    config = load_config(None, {"model": {"default": model, "provider": "openrouter"}})
+    engine = build_builtin_compressor(config)
+    assert (engine.context_length, engine.threshold_tokens) == (window, threshold)
+    assert HostSettings(config).context_length == window, "the host tells update_model the same window"
+    config = load_config(None, {"model": {"default": model, "context_length": 128000}})
+    assert build_builtin_compressor(config).context_length == 128000, "an explicit window wins"
+
+
+def test_switching_to_a_model_without_an_override_falls_back_to_the_configured_percent():
+    from inspector.config import load_config
+    from inspector.engines.loading import build_builtin_compressor
+
+    config = load_config(None, {"model": {"default": "anthropic/claude-sonnet-4.5", "context_length": 1_000_000},
+                                "compression": {"threshold": 0.6, "model_thresholds": {"claude": 0.8}}})
+    engine = build_builtin_compressor(config)
+    assert (engine.threshold_percent, engine.threshold_tokens) == (0.8, 800_000)
+    engine.update_model("openai/gpt-4.1", 1_000_000, provider="openai")
+    assert (engine.threshold_percent, engine.threshold_tokens) == (0.6, 600_000)

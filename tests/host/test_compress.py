@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+from inspector.engines.contract import ContextEngine
 from inspector.host.replay import replay
 from inspector.trace.model import EV_COMPRESS, EV_NOTE, EV_SESSION_END, EV_SESSION_START
 
@@ -82,6 +83,34 @@ def test_a_compress_past_the_timeout_is_discarded(config, nocache):
     # The history was never replaced: the last request still starts with the first user turn.
     first_user = trace.store.materialise(trace.requests[-1].selected)[1]
     assert first_user["content"].startswith("Please look at module 0")
+
+
+def test_a_timed_out_pass_that_finishes_late_cannot_change_the_engine(config, nocache):
+    config["compression"]["context_timeout_seconds"] = 0.2
+
+    class LateWriter(LowThreshold):
+        def __init__(self):
+            super().__init__()
+            self.compression_count = 0
+            self._previous_summary = None
+            self.calls = 0
+
+        def compress(self, messages, **kw):
+            self.calls += 1
+            time.sleep(0.5)  # a slow summariser; the host has long given up
+            self.compression_count += 1
+            self._previous_summary = "written after the timeout"
+            return messages[-2:]
+
+        def on_turn_complete(self, messages, usage=None, **kw):
+            time.sleep(0.25)  # later hooks run after the pass has finished
+
+    engine = LateWriter()
+    trace = replay(coding_session(8), engine, config, simulator=nocache)
+    assert engine.calls >= 1 and not committed(trace)
+    assert any("changes to the engine were undone" in (e.note or "") for e in trace.events)
+    undone = next(e.index for e in trace.events if "changes to the engine were undone" in (e.note or ""))
+    assert trace.state_at(undone)["compression_count"] == 0
 
 
 def test_a_timed_out_pass_still_running_is_never_overlapped_and_the_turn_is_marked_failed(config, nocache):
@@ -192,3 +221,38 @@ def test_context_variables_reach_the_compress_worker(config, nocache):
 
     replay(coding_session(6), UsesContext(), config, simulator=nocache)
     assert seen and set(seen) == {"test-session"}
+
+
+def test_a_summariser_window_under_64k_is_reported_as_hermes_refusing_it(config, nocache):
+    config.setdefault("auxiliary", {}).setdefault("compression", {})["context_length"] = 50000
+    trace = replay(coding_session(6), LowThreshold(), config, simulator=nocache)
+    faults = [e for e in trace.events if e.fault is not None and e.fault.kind == "aux_context_too_small"]
+    assert len(faults) == 1, "checked once, at the first compaction"
+    assert "50,000" in faults[0].fault.message and "ValueError" in faults[0].fault.message
+
+
+def test_hermes_lowers_the_threshold_to_a_smaller_summariser_window(config, nocache):
+    config["model"]["context_length"] = 200000
+    config.setdefault("auxiliary", {}).setdefault("compression", {})["context_length"] = 80000
+
+    class Big(LowThreshold):
+        def update_model(self, *a, **kw):
+            ContextEngine.update_model(self, *a, **kw)
+            self.threshold_tokens = 6000  # compression starts early; the check must not raise it
+
+    trace = replay(coding_session(6), Big(), config, simulator=nocache)
+    assert not [e for e in trace.events if "summariser's window" in (e.note or "")], "80,000 > 6,000: nothing to do"
+
+    class Huge(LowThreshold):
+        def update_model(self, *a, **kw):
+            ContextEngine.update_model(self, *a, **kw)
+            self.threshold_tokens = 150000
+
+        def should_compress(self, prompt_tokens=None):
+            return True  # forces the first compaction early
+
+    engine = Huge()
+    trace = replay(coding_session(4), engine, config, simulator=nocache)
+    (note,) = [e for e in trace.events if "summariser's window" in (e.note or "")]
+    assert engine.threshold_tokens == 80000 and engine.threshold_percent == 0.4
+    assert note.args["previous_threshold"] == 150000

@@ -30,7 +30,8 @@ def get_model_context_length(
     custom_providers: Any = None,
     **_ignored: Any,
 ) -> int:
-    """Explicit value → custom provider per-model value → config ``model.context_length`` → 256 000."""
+    """Explicit value → custom provider per-model value → config ``model.context_length`` → the
+    offline family table (Hermes' hard-coded family defaults) → 256 000."""
     if _positive(config_context_length):
         return int(config_context_length)  # type: ignore[arg-type]
     found = _from_custom_providers(model, base_url, provider, custom_providers)
@@ -42,7 +43,9 @@ def get_model_context_length(
     configured = cfg_get(cfg, "model.context_length")
     if _positive(configured):
         return int(configured)
-    return DEFAULT_FALLBACK_CONTEXT
+    from inspector.engines.compressor import lookup_context_length
+
+    return lookup_context_length(model or str(cfg_get(cfg, "model.default", "") or ""))
 
 
 def _positive(value: Any) -> bool:
