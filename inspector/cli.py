@@ -11,6 +11,8 @@ import importlib
 import os
 import signal
 import sys
+import threading
+from typing import Any
 
 COMMANDS: dict[str, str] = {
     "replay": "inspector.host.cli",
@@ -46,8 +48,21 @@ def _exit_cleanly_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, _raise_interrupt)
 
 
-def _raise_interrupt(signum: int, frame: object) -> None:
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    if _importing(frame):
+        # An exception raised inside an import comes out mangled (even as a TypeError from a C
+        # module's init): ask again in a moment, when the import is done.
+        threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
+        return
     raise KeyboardInterrupt
+
+
+def _importing(frame: Any) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _is_user_error(exc: BaseException) -> bool:
