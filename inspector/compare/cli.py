@@ -100,8 +100,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {assumed}", file=sys.stderr)
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     quiet = args.quiet
-    comparison = run_comparison(session, specs, config, plugin_dirs=plugin_dirs, progress=_progress(quiet),
-                                max_workers=args.workers)
+    from inspector.engines.stdout_guard import stdout_to_stderr
+
+    with stdout_to_stderr():  # what engines print must not mix with the table or the JSON
+        comparison = run_comparison(session, specs, config, plugin_dirs=plugin_dirs, progress=_progress(quiet),
+                                    max_workers=args.workers)
     failed = [r for r in comparison.runs if not r.ok]
     for r in failed:
         print(f"error: run {r.label!r} ({r.spec.describe()}): {r.error}", file=sys.stderr)

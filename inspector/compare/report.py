@@ -369,7 +369,8 @@ def _section_faults(comparison: Comparison) -> str:
         any_fault = True
         rows = "".join(
             f"<tr><td>{_e(ev.index)}</td><td>{_e(ev.turn)}</td><td>{_e(ev.kind)}</td><td>{_e(ev.fault.kind)}</td>"
-            f'<td style="text-align:left">{_e(_short(ev.fault.message, 600))}</td></tr>'
+            f'<td style="text-align:left">{_e(_short(ev.fault.message, 600))}'
+            + (f'<br><code>at {_e(ev.fault.where)}</code>' if ev.fault.where else "") + "</td></tr>"
             for ev in faults[:MAX_FAULTS] if ev.fault is not None)
         out.append(f'<h3><span class="sw" style="background:{_color(i)}"></span>{_e(run.label)}</h3>'
                    "<table><thead><tr><th>event</th><th>turn</th><th>hook</th><th>fault</th><th>message</th></tr>"

@@ -87,7 +87,8 @@ class SummaryTable:
                     text += f" {mark}"
                 cells.append(text)
             body.append(cells)
-        body.append(["status", *[st if not err else f"{st}: {err}" for st, err in zip(self.status, self.errors)]])
+        # The error itself is printed above the table (stderr); here it only names the status.
+        body.append(["status", *[st if not err else f"{st} (see error)" for st, err in zip(self.status, self.errors)]])
         widths = [max(len(row[c]) for row in [header, *body]) for c in range(len(header))]
         lines = ["  ".join(cell.ljust(widths[c]) if c == 0 else cell.rjust(widths[c])
                            for c, cell in enumerate(row)).rstrip() for row in [header, *body]]

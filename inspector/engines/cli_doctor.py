@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from inspector.engines.stdout_guard import stdout_to_stderr
+
 HELP = "Diagnose a context engine: loading, host imports, deep copy, ABC, every hook, returned messages, threads."
 
 _MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
@@ -30,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     timeout = args.timeout if args.timeout is not None else min(30.0, float(cfg_get(config, "inspector.hook_timeout_seconds", 10) or 10))
-    report = run_doctor(args.engine, config, args.plugin_dir, timeout=timeout)
+    with stdout_to_stderr():  # what the engine prints must not mix with the report
+        report = run_doctor(args.engine, config, args.plugin_dir, timeout=timeout)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
         return 1 if report.failed else 0

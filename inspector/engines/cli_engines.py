@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from inspector.engines.stdout_guard import stdout_to_stderr
+
 HELP = "List every discoverable context engine with its description, source and whether it loads."
 
 
@@ -18,14 +20,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from inspector.config import ConfigError, load_config
-    from inspector.engines.discovery import discover_engines
+    from inspector.engines.discovery import discover_engines, plugin_dir_problems
 
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    infos = discover_engines(config, args.plugin_dir)
+    with stdout_to_stderr():  # plugins may print while they load
+        infos = discover_engines(config, args.plugin_dir)
+    for problem in plugin_dir_problems(config, args.plugin_dir):
+        print(f"warning: {problem}", file=sys.stderr)
     if args.json:
         print(json.dumps([i.to_json() for i in infos], indent=2))
         return 0

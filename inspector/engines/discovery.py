@@ -153,6 +153,25 @@ def plugin_search_dirs(config: dict[str, Any], plugin_dirs: Any = (), *, include
     return out
 
 
+def plugin_dir_problems(config: dict[str, Any], plugin_dirs: Any = ()) -> list[str]:
+    """Why a plugin directory the user named offers nothing (a typo, or the wrong level)."""
+    named = [Path(d).expanduser() for d in plugin_dirs or ()]
+    configured = cfg_get(config, "inspector.plugin_dirs", []) or []
+    named += [Path(str(d)).expanduser() for d in ([configured] if isinstance(configured, str) else configured)]
+    problems = []
+    for d in named:
+        if not d.exists():
+            problems.append(f"plugin directory {d} does not exist")
+        elif not d.is_dir():
+            problems.append(f"plugin directory {d} is not a directory")
+        elif not _scan([d.resolve()], False):
+            hint = (f"; it looks like one engine's folder: give its grandparent {d.parent.parent}"
+                    if (d / "__init__.py").is_file() and d.parent.name == "context_engine" else "")
+            problems.append(f"plugin directory {d} holds no plugins (expected context_engine/<name>/__init__.py, "
+                            f"or <name>/ with plugin.yaml and __init__.py){hint}")
+    return problems
+
+
 def _read_manifest(name: str, directory: Path) -> tuple[PluginManifest, str | None]:
     path = directory / "plugin.yaml"
     if not path.is_file():
@@ -441,8 +460,9 @@ def _load_selected(
                     ctx_calls=list(produced.ctx.calls if produced.ctx else []))
     details = "\n".join(failures)
     prefix = "these plugins failed to load and may provide it:\n" if failures else ""
+    dirs = plugin_dir_problems(config, plugin_dirs)
     raise EngineLoadError(
-        f"unknown context engine {name!r}",
+        f"unknown context engine {name!r}" + "".join(f"\n{problem}" for problem in dirs),
         available=_available(config, plugin_dirs, include_project),
         details=prefix + details,
     )

@@ -32,6 +32,7 @@ from inspector.engines.doctor_static import check_import, scan_imports, source_f
 PASS, WARN, FAIL = "pass", "warn", "fail"
 TOKEN_ATTRS = ("last_prompt_tokens", "last_completion_tokens", "last_total_tokens", "threshold_tokens",
                "context_length", "compression_count")
+TIMEOUTS_BEFORE_SKIP = 2  # as HOOK_TIMEOUTS_BEFORE_SKIP in the host
 SESSION_ID = "20260101_120000_d0c70r"
 
 
@@ -135,6 +136,7 @@ class HookDriver:
         self.compressed = False
         self.called: dict[str, int] = {}
         self._bad_attrs: set[str] = set()
+        self._timeouts: dict[str, int] = {}  # per hook; two and it is not called again (as in a replay)
 
     # helpers ---------------------------------------------------------------------------------
     def call(self, hook: str, *args: Any, pool: bool = False, **kwargs: Any) -> CallOutcome:
@@ -143,10 +145,18 @@ class HookDriver:
             out = CallOutcome(error=f"engine has no callable {hook}", error_type="AttributeError",
                               error_message=f"no callable {hook}")
             return out
+        if self._timeouts.get(hook, 0) >= TIMEOUTS_BEFORE_SKIP:
+            # A hook stuck for good would cost the timeout (and a thread) at every later call.
+            return CallOutcome(error=f"not called: {hook} already timed out {TIMEOUTS_BEFORE_SKIP} times",
+                               error_type="Skipped", error_message=f"{hook} timed out {TIMEOUTS_BEFORE_SKIP} times before")
         self.called[hook] = self.called.get(hook, 0) + 1
         if pool:
-            return call_on_new_thread(fn, *args, timeout=self.timeout, **kwargs)
-        return self.agent.call(fn, *args, timeout=self.timeout, **kwargs)
+            out = call_on_new_thread(fn, *args, timeout=self.timeout, **kwargs)
+        else:
+            out = self.agent.call(fn, *args, timeout=self.timeout, **kwargs)
+        if out.timed_out:
+            self._timeouts[hook] = self._timeouts.get(hook, 0) + 1
+        return out
 
     def fault(self, hook: str, out: CallOutcome, *, status: str = FAIL, context: str = "") -> None:
         msg = f"{hook}{context} {out.describe()}"
@@ -247,7 +257,7 @@ class HookDriver:
             messages += copy.deepcopy([call_msg, *results])
             if t == 1 and schemas:
                 self._engine_tool(schemas[0]["name"], messages)
-            messages = self._post_tool(messages, t)
+            messages = self._post_tool(messages, t, prompt)
             self._response(prompt + 500, t)
             messages.append(copy.deepcopy(final))
             self._turn_complete(messages, prompt, t)
@@ -313,9 +323,11 @@ class HookDriver:
         else:
             self.report.add(PASS, "hook:handle_tool_call", f"handle_tool_call({name!r}, {{}}) returned a string")
 
-    def _post_tool(self, messages: list, t: int) -> list:
+    def _post_tool(self, messages: list, t: int, prompt: int) -> list:
+        # Hermes (§2.7): last_prompt_tokens when positive, 0 for the -1 sentinel, else its rough
+        # estimate of the request, which for this synthetic session is the prompt size fed in.
         raw = getattr(self.engine, "last_prompt_tokens", 0)
-        tokens = raw if isinstance(raw, int) and raw > 0 else 0
+        tokens = raw if isinstance(raw, int) and raw > 0 else (0 if raw == -1 else prompt)
         out = self.call("should_compress", tokens)
         if not out.ok:
             self.fault("should_compress", out, context=f"({tokens})")
@@ -368,6 +380,11 @@ class HookDriver:
             return messages
         if isinstance(result, list) and result == before:
             self.report.add(WARN, "hook:compress", "compress made no progress (result equals the input)")
+            return messages
+        if result is snapshot:
+            self.report.add(FAIL, "hook:compress", f"compress returned its own (changed) input list: Hermes [M] treats "
+                            f"returning the snapshot object as a no-op and keeps the original, so the {len(before)} → "
+                            f"{len(result)} messages are never committed; return a new list")
             return messages
         if not self.validate("compress", result):
             return messages
@@ -620,7 +637,8 @@ def run_doctor(
         if not out.ok:
             err = out.error or ""
             if out.error_type == EngineLoadError.__name__:
-                report.add(FAIL, "load", (out.error_message or "").splitlines()[0], out.error_message or "")
+                headline, _, rest = (out.error_message or "").partition("\n")
+                report.add(FAIL, "load", headline, rest.strip("\n"))  # the details go on from the headline
             else:
                 report.add(FAIL, "load", f"loading raised {out.error_type}: {out.error_message}", err)
             return report

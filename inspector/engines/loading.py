@@ -24,6 +24,9 @@ from inspector.config import cfg_get
 from inspector.engines.compat.plugins import PluginContext, PluginManager, PluginManifest, is_context_engine
 
 DIRECTORY_PACKAGE = "plugins.context_engine"
+# Hooks the host calls on every engine (the abstract ones plus what the base class supplies).
+ENGINE_HOOKS = ("update_from_response", "should_compress", "compress", "update_model", "on_session_start",
+                "on_session_end", "get_tool_schemas")
 GENERAL_PACKAGE = "hermes_plugins"
 
 
@@ -70,6 +73,9 @@ def load_package(module_name: str, directory: Path, *, preload_siblings: bool) -
     (Hermes does this for directory engines so relative imports resolve); their errors are
     returned as warnings, not raised, as in Hermes.
     """
+    from inspector.engines.sandbox import shield_real_home
+
+    shield_real_home()  # before any plugin code runs
     init = directory / "__init__.py"
     existing = sys.modules.get(module_name)
     if existing is not None and _same_file(getattr(existing, "__file__", None), init):
@@ -148,7 +154,14 @@ def load_directory_engine(name: str, directory: Path, manifest: PluginManifest, 
                     f"register(ctx) registered {len(ctx.engines_offered)} engines; Hermes' directory collector keeps the last"
                 )
             if ctx.engines_offered and ctx.engines_offered[-1]:
-                return Produced(ctx.engines_offered[-1], "register(ctx)", warnings, ctx, module_name)
+                offered = ctx.engines_offered[-1]
+                if not is_context_engine(offered):
+                    missing = [h for h in ENGINE_HOOKS if not callable(getattr(offered, h, None))]
+                    warnings.append(
+                        f"register(ctx) registered a {type(offered).__name__}, which is not a ContextEngine; Hermes "
+                        "uses it anyway" + (f", and a replay stops at its first missing hook ({', '.join(missing)})"
+                                            if missing else ""))
+                return Produced(offered, "register(ctx)", warnings, ctx, module_name)
     bases = engine_bases()
     failures = []
     for attr in dir(module):  # alphabetical, as Hermes scans it

@@ -32,6 +32,26 @@ def _remove_leftovers() -> None:
     _LIVE.clear()
 
 
+_SHIELD: Path | None = None
+
+
+def shield_real_home() -> Path:
+    """Point ``HERMES_HOME`` at a private folder for the rest of the process; returns it.
+
+    ``get_hermes_home()`` already gives each run its own sandbox, but plugins often resolve the
+    home themselves (``$HERMES_HOME``, else ``~/.hermes``) and would write to the user's real one.
+    Called before any plugin code runs. The variable is process-wide, so runs share this folder;
+    it is deleted when the process exits.
+    """
+    global _SHIELD
+    if _SHIELD is None or not _SHIELD.is_dir():
+        _SHIELD = Path(tempfile.mkdtemp(prefix="context-inspector-env-home-"))
+        os.chmod(_SHIELD, 0o700)
+        _LIVE.add(_SHIELD)
+    os.environ["HERMES_HOME"] = str(_SHIELD)
+    return _SHIELD
+
+
 @dataclass
 class Sandbox:
     path: Path

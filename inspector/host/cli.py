@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from inspector.engines.stdout_guard import stdout_to_stderr
+
 HELP = "Replay a session through one or more context engines and print a per-turn table."
 
 
@@ -51,11 +53,35 @@ def run_engines(session: Any, names: list[str], config: dict, plugin_dirs: list[
         loaded = load_engine(name, config, plugin_dirs=plugin_dirs)
         try:
             traces.append(replay(session, loaded, config, progress=_progress(name, quiet), label=name))
+        except Exception as exc:
+            # The host guards every hook; what escapes is the engine failing where Hermes would
+            # crash too (a property that raises, a registered object that is no engine).
+            raise ReplayCrashed(name, exc) from exc
         finally:
             close = getattr(loaded, "close", None)
             if callable(close):
                 close()  # the sandbox HERMES_HOME; its files are listed in the trace
     return traces
+
+
+class ReplayCrashed(Exception):
+    """A replay stopped outside any guarded hook; names the engine and the innermost plugin frame."""
+
+    def __init__(self, engine: str, exc: BaseException) -> None:
+        where = innermost_frame(exc)
+        super().__init__(f"replay with engine {engine!r} crashed: {type(exc).__name__}: {exc}"
+                         + (f" ({where})" if where else ""))
+
+
+def innermost_frame(exc: BaseException) -> str | None:
+    """``file:line in function`` of the deepest frame of ``exc``'s traceback."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return None
+    last = frames[-1]
+    return f"{last.filename}:{last.lineno} in {last.name}"
 
 
 def _fmt(value: Any) -> str:
@@ -165,8 +191,9 @@ def run(args: argparse.Namespace) -> int:
     if assumed:
         print(f"note: {assumed}", file=sys.stderr)
     try:
-        traces = run_engines(session, engines, config, plugin_dirs, quiet=args.quiet or args.json)
-    except EngineLoadError as exc:
+        with stdout_to_stderr():  # what engines print must not mix with the table or the JSON
+            traces = run_engines(session, engines, config, plugin_dirs, quiet=args.quiet or args.json)
+    except (EngineLoadError, ReplayCrashed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.out:
@@ -262,6 +289,8 @@ def print_faults(traces: list, names: list[str], out=None) -> None:
             where = f"event {first['event']}" + (f", turn {first['turn']}" if first["turn"] is not None else "")
             times = f" (×{len(rows):,}, last at event {rows[-1]['event']})" if len(rows) > 1 else ""
             out.write(f"  {where}, {hook}: {kind}: {' '.join(message.split())[:300]}{times}\n")
+            if first.get("where"):
+                out.write(f"    at {first['where']}\n")
 
 
 def unwritable(path: str) -> str | None:

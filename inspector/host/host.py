@@ -28,6 +28,7 @@ from inspector.host.shaping import (
     VALID_ROLES,
     call_id,
     describe_sanitised,
+    refused_roles,
     sanitize_message,
     sanitize_request,
     shape_message,
@@ -118,8 +119,9 @@ HOST_DIFFERENCES = [
     "The host reads get_status() after hooks to show it (only when a token attribute changed, for engines that "
     "keep the base class's); Hermes itself does not call it during a turn.",
     "A compress that timed out keeps running in the background, as in Hermes; the next pass waits up to one "
-    "more timeout for it (a replay reaches it in milliseconds, the agent after a provider call) and is "
-    "skipped if it is still running: two passes never overlap.",
+    "more timeout for it (a replay reaches it in milliseconds, the agent after a provider call), and while it "
+    "still runs every pass is skipped: two passes never overlap. What it changes in the engine when it "
+    "finishes is undone.",
     "The summariser's window for Hermes' first-compaction feasibility check comes only from "
     "auxiliary.compression.context_length (Hermes also looks it up from the provider); without it the "
     "check is skipped.",
@@ -470,13 +472,15 @@ class Host:
             if raw is not None and raw == self._status_raw and self._status_prev is not None:
                 return self._status_prev
             self._status_raw = raw
-        try:
-            status = self.engine.get_status()
-        except Exception as exc:  # recorded once; a broken get_status must not flood the trace
+        out = call_inline(self.engine.get_status, timeout=self.settings.hook_timeout)
+        if not out.ok:  # recorded once; a broken get_status must not flood the trace or stall the run
             self._status_failed = True
-            self._add(Event(index=0, kind=EV_FAULT, turn=self.turn, t=self._now(),
-                            fault=Fault("exception", f"get_status() raised {type(exc).__name__}: {exc}")))
+            fault = out.fault or Fault("exception", "get_status() failed")
+            fault.message = f"get_status(): {fault.message}; not called again in this run"
+            self._add(Event(index=0, kind=EV_FAULT, turn=self.turn if self.turn >= 0 else None, t=self._now(),
+                            fault=fault))
             return self._status_prev
+        status = out.value
         if self._status_from_state and type(status) is dict:
             self._status_prev = status  # the base class builds a new flat dict on every call
             return status
@@ -1331,12 +1335,15 @@ class Host:
             # in milliseconds where the agent would take a provider call's time: give the pass
             # that timed out up to one more timeout to finish, then skip this attempt.
             try:
-                stale.result(timeout=max(0.0, self.settings.compress_timeout))
+                # Waited for once; a pass still running after that is stuck, and waiting again at
+                # every later gate would only stall the replay.
+                stale.result(timeout=0 if self._abandoned_noted else max(0.0, self.settings.compress_timeout))
             except FutureTimeout:
                 if not self._abandoned_noted:
                     self._abandoned_noted = True
                     self.note("compression skipped: the pass that timed out is still running in the background "
-                              "(Hermes never runs two passes for one session at once)", site=site)
+                              "(Hermes never runs two passes for one session at once); later attempts are skipped "
+                              "at once until it ends", site=site)
                 return False
             except Exception:
                 pass
@@ -1388,7 +1395,12 @@ class Host:
             ev.result = None
             return False
         if result is snapshot:
-            ev.note = "compress returned its input unchanged (no-op)"
+            if len(snapshot) != len(before) or snapshot != before:
+                ev.note = (f"compress changed its input list in place ({len(before)} → {len(snapshot)} messages) and "
+                           "returned that same list: Hermes' worker treats returning its snapshot object as a no-op "
+                           "and keeps the original (§4.3); return a new list to commit")
+            else:
+                ev.note = "compress returned its input unchanged (no-op)"
             ev.result = {"$list": ev.args["messages"]["$list"], "unchanged": True}
             return False
         if not result:
@@ -1402,6 +1414,10 @@ class Host:
             ev.note = "compress made no progress (result equals the input); transcript unchanged"
             ev.result = {"$list": ev.args["messages"]["$list"], "unchanged": True}
             return False
+        refused = refused_roles(result)
+        if refused:
+            ev.note = (f"committed with {len(refused)} message(s) in roles providers refuse ({', '.join(refused[:5])}): "
+                       "Hermes' request sanitiser drops them from every request")
         compressed = self._ensure_user_turn(list(result), before)
         self.history = compressed
         after_id = self._history_ref()["$list"]

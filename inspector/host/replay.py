@@ -77,6 +77,15 @@ def session_identifier(session: Session) -> str:
     return time.strftime("%Y%m%d_%H%M%S_", time.gmtime(session.started_at or 0)) + digest[:6]
 
 
+def _engine_name(engine: Any) -> str | None:
+    """The engine's ``name``, or None when reading it fails (a property may raise)."""
+    try:
+        name = engine.name
+    except Exception:
+        return None
+    return name if isinstance(name, str) else None
+
+
 def engine_meta(loaded: Any, engine: Any) -> dict[str, Any]:
     info = getattr(loaded, "info", None)
     meta: dict[str, Any] = {}
@@ -237,13 +246,14 @@ def replay(
     host_model = model or str((config.get("model") or {}).get("default") or "")
     simulator = simulator if simulator is not None else make_simulator(config, host_model)
     info = getattr(loaded, "info", None)
-    is_builtin = getattr(info, "source", "") == "built-in" or getattr(engine, "name", None) == "compressor" and \
+    name = _engine_name(engine)
+    is_builtin = getattr(info, "source", "") == "built-in" or name == "compressor" and \
         type(engine).__module__.startswith("inspector.")
     sandbox = getattr(loaded, "sandbox", None)
     trace = Trace(
         meta={
             "inspector_version": __version__,
-            "label": label or getattr(engine, "name", "engine"),
+            "label": label or name or "engine",
             "engine": engine_meta(loaded, engine),
             "session": {
                 "id": session.id, "format": session.source_format, "path": session.source_path,

@@ -123,12 +123,19 @@ def validate_selection(result: Any) -> str | None:
 
 
 def validate_messages(result: Any) -> str | None:
-    """Is a ``compress`` result a usable transcript? None when it is."""
+    """Is a ``compress`` result a list of message dicts? None when it is.
+
+    Roles are not checked: Hermes commits whatever list it gets (§4.4) and its request sanitiser
+    drops refused roles from every request (§2.4 step 7); :func:`refused_roles` names them.
+    """
     if not isinstance(result, list):
         return f"compress returned {type(result).__name__}, expected a list of messages"
     for i, item in enumerate(result):
         if not isinstance(item, dict):
             return f"compress returned a list whose item {i} is {type(item).__name__}, not a message dict"
-        if item.get("role") not in ("system", "user", "assistant", "tool", "developer"):
-            return f"compress returned message {i} with invalid role {item.get('role')!r}"
     return None
+
+
+def refused_roles(messages: list[dict[str, Any]]) -> list[str]:
+    """``message i: 'role'`` for each message whose role providers refuse."""
+    return [f"message {i}: {m.get('role')!r}" for i, m in enumerate(messages) if m.get("role") not in VALID_ROLES]

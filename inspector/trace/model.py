@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -178,6 +179,11 @@ class MessageStore:
         return [self.messages[k] for k in self.lists[list_id]]
 
 
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$', re.M)
+# Frames that are never the engine's own: the host calling it, and the interpreter's libraries.
+_NOT_ENGINE_CODE = ("/inspector/host/", "/inspector/llm/", "/lib/python3", "<frozen ")
+
+
 @dataclass(slots=True)
 class Fault:
     """Something an engine (or the host around it) did wrong, recorded as data."""
@@ -185,6 +191,17 @@ class Fault:
     kind: str  # exception | timeout | invalid_return | mutated_input | refused | host_error
     message: str
     traceback: str | None = None
+
+    @property
+    def where(self) -> str | None:
+        """``file:line in function`` where the engine failed: the innermost frame of the traceback
+        that is not the inspector's own host machinery or Python's standard library."""
+        frames = _FRAME.findall(self.traceback or "")
+        if not frames:
+            return None
+        own = [f for f in frames if not any(part in f[0].replace("\\", "/") for part in _NOT_ENGINE_CODE)]
+        path, line, fn = (own or frames)[-1]
+        return f"{path}:{line} in {fn}"
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "message": self.message, "traceback": self.traceback}

@@ -81,7 +81,8 @@ def fault_rows(trace: Trace, limit: int | None = None) -> list[dict[str, Any]]:
     for k in trace.fault_events[:limit]:
         ev = trace.events[k]
         assert ev.fault is not None
-        rows.append({"event": k, "turn": ev.turn, "hook": ev.kind, "kind": ev.fault.kind, "message": ev.fault.message})
+        rows.append({"event": k, "turn": ev.turn, "hook": ev.kind, "kind": ev.fault.kind, "message": ev.fault.message,
+                     "where": ev.fault.where})
     return rows
 
 

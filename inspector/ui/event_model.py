@@ -28,6 +28,7 @@ from inspector.ui import theme
 from inspector.ui.derive import event_label, is_cache_miss
 from inspector.ui.painted_views import cell_offsets
 
+TOOLTIP_TRACEBACK_LINES = 12  # the end of a fault's traceback: where in the engine it failed
 COLUMNS = ("Event", "#", "ms")  # the turn is the tree level; a column for it would only cost repaints
 _ROOT = -1
 
@@ -350,6 +351,8 @@ class EventTreeModel(QAbstractItemModel):
         parts = [f"event {k} · {ev.kind}", self.label(k)]
         if ev.fault is not None:
             parts.append(f"{ev.fault.kind}: {ev.fault.message}")
+            if ev.fault.traceback:  # the engine's file and line: what an author needs first
+                parts.append("\n".join(ev.fault.traceback.rstrip().splitlines()[-TOOLTIP_TRACEBACK_LINES:]))
         mark = self._marked.get(k)
         if mark is not None:
             parts.append(f"bookmark: {mark.label}\n{mark.note}".rstrip())

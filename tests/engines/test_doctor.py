@@ -81,6 +81,13 @@ def test_hung_hook_times_out(config):
     assert _has(report, "fail", "hook:select_context", "did not return within the timeout")
 
 
+def test_a_hook_that_timed_out_twice_is_not_called_again(config):
+    report = _doctor("fixture_hang", config, timeout=0.3)
+    timed_out = [f for f in report.findings if f.check == "hook:select_context" and "did not return" in f.message]
+    skipped = [f for f in report.findings if f.check == "hook:select_context" and "timed out 2 times" in f.message]
+    assert len(timed_out) == 2 and skipped, "two timeouts, then skipped like a replay does"
+
+
 def test_thread_unsafe_shared_instance_crosses(config):
     report = _doctor("fixture_thread_unsafe", config)
     assert _has(report, "fail", "thread:concurrent", "results crossed")

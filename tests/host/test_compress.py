@@ -7,6 +7,7 @@ import time
 
 from inspector.engines.contract import ContextEngine
 from inspector.host.replay import replay
+from inspector.sessions.model import Session, compute_turns
 from inspector.trace.model import EV_COMPRESS, EV_NOTE, EV_SESSION_END, EV_SESSION_START
 
 from .conftest import CountingEngine, coding_session
@@ -137,8 +138,14 @@ def test_a_timed_out_pass_still_running_is_never_overlapped_and_the_turn_is_mark
     trace = replay(coding_session(6), Slow(), config, simulator=nocache)
     assert overlaps == []
     assert any("still running" in (e.note or "") for e in trace.events)
+    # Without tool calls the first compaction is at the pre-API gate, whose timeout ends the turn (§4.3).
+    chat = Session(id="chat", source_format="test", messages=[{"role": "system", "content": "Be brief."}] + [
+        m for t in range(6) for m in ({"role": "user", "content": f"part {t}: " + "lorem ipsum " * 700},
+                                       {"role": "assistant", "content": f"noted {t}"})])
+    chat.turns = compute_turns(chat.messages)
+    trace = replay(chat, Slow(), config, simulator=nocache)
     assert any(e.fault is not None and e.fault.kind == "context_compression_timeout" for e in trace.events)
-    assert (True, "context_compression_timeout") in turns  # §4.3: the pre-API gate ends the turn
+    assert (True, "context_compression_timeout") in turns
 
 
 def test_a_compress_result_with_unpaired_tool_messages_is_mended_before_it_is_sent(config, nocache):

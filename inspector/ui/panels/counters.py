@@ -262,7 +262,8 @@ class CountersPanel(CompareAware, Panel):
         self.usage_bar.set_usage(ratio, caption, chunk)
         alerts = []
         if ev.fault is not None:
-            alerts.append(f"Fault at this event — {ev.fault.kind}: {ev.fault.message}")
+            alerts.append(f"Fault at this event — {ev.fault.kind}: {ev.fault.message}"
+                          + (f"\nat {ev.fault.where}" if ev.fault.where else ""))
         if over:
             alerts.append(f"Over threshold: {prompt:,} ≥ {threshold:,} tokens")
         if ev.kind == tm.EV_COMPRESS and ev.fault is None:

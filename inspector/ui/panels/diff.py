@@ -400,7 +400,8 @@ class DiffPanel(CompareAware, Panel):
         if ev.kind in (tm.EV_SELECT, tm.EV_COMPRESS, tm.EV_PRUNE):
             before, after = event_lists(ev)
             if ev.fault is not None:
-                note = f"{ev.kind} at event {k} FAULTED ({ev.fault.kind}: {ev.fault.message}); its result was discarded. "
+                at = f" at {ev.fault.where}" if ev.fault.where else ""
+                note = f"{ev.kind} at event {k} FAULTED ({ev.fault.kind}: {ev.fault.message}{at}); its result was discarded. "
             elif before is not None and after is not None:
                 return f"{ev.kind} at event {k}: what the engine received → what it returned", before, after
         req = trace.request_at(k)
