@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from inspector import yaml_safe
+
 DEFAULTS: dict[str, Any] = {
     # No context_length: like Hermes, a config without one gets the model's known window (§8.3).
     "model": {"default": "anthropic/claude-sonnet-4.5", "provider": "", "base_url": "", "context_length": None, "max_tokens": None},
@@ -69,14 +71,14 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         except OSError as exc:
             raise ConfigError(f"{p}: cannot read config: {exc.strerror or exc}") from exc
         try:
-            loaded = yaml.safe_load(text)
+            loaded = yaml_safe.load(text)
         except yaml.YAMLError as exc:
             raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"{p}: expected a mapping at the top level, found {type(loaded).__name__}")
-        data = loaded
+        data = _anchor_paths(loaded, p.parent)
     merged = deep_merge(DEFAULTS, data)
     if overrides:
         merged = deep_merge(merged, overrides)
@@ -90,6 +92,29 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         where = f"{path}: " if path is not None else ""
         raise ConfigError(f"{where}{exc}") from None
     return merged
+
+
+def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Relative paths in a config file are relative to that file, never to wherever the command
+    runs: a plugin directory resolved against the current folder could run code from any checkout."""
+    insp = data.get("inspector")
+    if not isinstance(insp, dict):
+        return data
+
+    def anchored(value: Any) -> Any:
+        if isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
+            return str(folder.resolve() / value)
+        return value
+
+    insp = dict(insp)
+    dirs = insp.get("plugin_dirs")
+    if isinstance(dirs, list):
+        insp["plugin_dirs"] = [anchored(d) for d in dirs]
+    elif isinstance(dirs, str):
+        insp["plugin_dirs"] = anchored(dirs)
+    if "cache_rules" in insp:
+        insp["cache_rules"] = anchored(insp["cache_rules"])
+    return {**data, "inspector": insp}
 
 
 def config_warnings(config: dict[str, Any]) -> list[str]:
@@ -128,7 +153,7 @@ def parse_set_option(values: list[str]) -> dict[str, Any]:
         if not all(p.strip() for p in parts):
             raise ConfigError(f"--set {item!r}: the key is empty or has an empty part")
         try:
-            value = yaml.safe_load(raw) if raw else ""
+            value = yaml_safe.load(raw) if raw else ""
         except yaml.YAMLError as exc:
             raise ConfigError(f"--set {item!r}: the value is not valid YAML ({' '.join(str(exc).split())})") from None
         node = out

@@ -32,11 +32,17 @@ def _get(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-def _int(value: Any) -> int:
+# No request has ever held this many tokens: a larger figure is damage (or 1e308), not usage.
+MAX_TOKENS = 10**12
+
+
+def token_count(value: Any) -> int:
+    """A recorded token figure as a non-negative int; junk, infinities and absurd values are 0."""
     try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
+        n = max(0, int(value or 0))
+    except (TypeError, ValueError, OverflowError):  # OverflowError: Infinity in the JSON
         return 0
+    return n if n <= MAX_TOKENS else 0
 
 
 def detect_shape(raw: Any, provider: str = "", api_mode: str = "") -> str:
@@ -60,57 +66,57 @@ def normalize_usage(raw: Any, *, shape: str | None = None, provider: str = "", a
     """Map a provider usage object or dict onto the canonical :class:`Usage`."""
     shape = shape or detect_shape(raw, provider, api_mode)
     if shape == "anthropic":
-        uncached = _int(_get(raw, "input_tokens"))
-        read = _int(_get(raw, "cache_read_input_tokens"))
-        write = _int(_get(raw, "cache_creation_input_tokens"))
+        uncached = token_count(_get(raw, "input_tokens"))
+        read = token_count(_get(raw, "cache_read_input_tokens"))
+        write = token_count(_get(raw, "cache_creation_input_tokens"))
         creation = _get(raw, "cache_creation")
-        write_1h = _int(_get(creation, "ephemeral_1h_input_tokens"))
+        write_1h = token_count(_get(creation, "ephemeral_1h_input_tokens"))
         # The TTL split is a breakdown of the creation total; if only the split is present, use it.
-        write = max(write, write_1h + _int(_get(creation, "ephemeral_5m_input_tokens")))
+        write = max(write, write_1h + token_count(_get(creation, "ephemeral_5m_input_tokens")))
         return Usage(
             prompt_tokens=uncached + read + write,
-            completion_tokens=_int(_get(raw, "output_tokens")),
+            completion_tokens=token_count(_get(raw, "output_tokens")),
             cache_read_tokens=read,
             cache_write_tokens=write,
             cache_write_1h_tokens=write_1h,
             reasoning_tokens=_reasoning(raw),
         )
     if shape == "responses":
-        total_in = _int(_get(raw, "input_tokens"))
+        total_in = token_count(_get(raw, "input_tokens"))
         details = _get(raw, "input_tokens_details")
-        read = _int(_get(details, "cached_tokens")) or _int(_get(raw, "cached_input_tokens"))
-        write = _int(_get(details, "cache_creation_tokens"))
+        read = token_count(_get(details, "cached_tokens")) or token_count(_get(raw, "cached_input_tokens"))
+        write = token_count(_get(details, "cache_creation_tokens"))
         read, write = _clamp(total_in, read, write)
         return Usage(
             prompt_tokens=total_in,
-            completion_tokens=_int(_get(raw, "output_tokens")),
+            completion_tokens=token_count(_get(raw, "output_tokens")),
             cache_read_tokens=read,
             cache_write_tokens=write,
-            reasoning_tokens=_reasoning(raw) or _int(_get(raw, "reasoning_output_tokens")),
+            reasoning_tokens=_reasoning(raw) or token_count(_get(raw, "reasoning_output_tokens")),
         )
     if shape == "gemini":
         # usage_metadata: cached_content_token_count is a subset of prompt_token_count (prompt-caching.md §5.3).
-        prompt = _int(_first(raw, "prompt_token_count", "promptTokenCount"))
-        read, _ = _clamp(prompt, _int(_first(raw, "cached_content_token_count", "cachedContentTokenCount")), 0)
-        thoughts = _int(_first(raw, "thoughts_token_count", "thoughtsTokenCount"))
+        prompt = token_count(_first(raw, "prompt_token_count", "promptTokenCount"))
+        read, _ = _clamp(prompt, token_count(_first(raw, "cached_content_token_count", "cachedContentTokenCount")), 0)
+        thoughts = token_count(_first(raw, "thoughts_token_count", "thoughtsTokenCount"))
         return Usage(  # thoughts are billed as output, as reasoning tokens are in OpenAI's completion count
             prompt_tokens=prompt,
-            completion_tokens=_int(_first(raw, "candidates_token_count", "candidatesTokenCount")) + thoughts,
+            completion_tokens=token_count(_first(raw, "candidates_token_count", "candidatesTokenCount")) + thoughts,
             cache_read_tokens=read,
             reasoning_tokens=thoughts,
         )
-    prompt = _int(_get(raw, "prompt_tokens"))
+    prompt = token_count(_get(raw, "prompt_tokens"))
     details = _get(raw, "prompt_tokens_details")
-    read = _int(_get(details, "cached_tokens"))
+    read = token_count(_get(details, "cached_tokens"))
     if not read:
-        read = _int(_get(raw, "cache_read_input_tokens")) or _int(_get(raw, "prompt_cache_hit_tokens"))
-    write = _int(_get(details, "cache_write_tokens")) or _int(_get(raw, "cache_creation_input_tokens"))
+        read = token_count(_get(raw, "cache_read_input_tokens")) or token_count(_get(raw, "prompt_cache_hit_tokens"))
+    write = token_count(_get(details, "cache_write_tokens")) or token_count(_get(raw, "cache_creation_input_tokens"))
     if shape == "deepseek" and not prompt:
-        prompt = _int(_get(raw, "prompt_cache_hit_tokens")) + _int(_get(raw, "prompt_cache_miss_tokens"))
+        prompt = token_count(_get(raw, "prompt_cache_hit_tokens")) + token_count(_get(raw, "prompt_cache_miss_tokens"))
     read, write = _clamp(prompt, read, write)
     return Usage(
         prompt_tokens=prompt,
-        completion_tokens=_int(_get(raw, "completion_tokens")),
+        completion_tokens=token_count(_get(raw, "completion_tokens")),
         cache_read_tokens=read,
         cache_write_tokens=write,
         reasoning_tokens=_reasoning(raw),
@@ -128,7 +134,7 @@ def _reasoning(raw: Any) -> int:
     for holder in ("output_tokens_details", "completion_tokens_details"):
         value = _get(_get(raw, holder), "reasoning_tokens")
         if value:
-            return _int(value)
+            return token_count(value)
     return 0
 
 

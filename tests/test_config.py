@@ -72,3 +72,16 @@ def test_set_options_override_nested_keys():
     with pytest.raises(ConfigError):
         parse_set_option(["no-equals-sign"])
     assert cfg_get(cfg, "no.such.key", "fallback") == "fallback"
+
+
+def test_relative_paths_in_a_config_file_are_relative_to_that_file(tmp_path, monkeypatch):
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    path = folder / "config.yaml"
+    path.write_text("inspector:\n  plugin_dirs: [my_plugins, /opt/abs]\n  cache_rules: rules.yaml\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    config = load_config(path)
+    assert config["inspector"]["plugin_dirs"] == [str(folder.resolve() / "my_plugins"), "/opt/abs"]
+    assert config["inspector"]["cache_rules"] == str(folder.resolve() / "rules.yaml")
+    assert load_config(None, {"inspector": {"plugin_dirs": ["here"]}})["inspector"]["plugin_dirs"] == ["here"], \
+        "a --set value stays relative to where the command runs"

@@ -217,3 +217,9 @@ def test_hermes_usage_dict_shape():
 def test_missing_or_garbage_values_become_zero(raw):
     d = hermes_usage_dict(raw)
     assert d["prompt_tokens"] == 0 and d["total_tokens"] == 0
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), 1e308, 10**13])
+def test_infinite_or_absurd_counts_are_not_usage(value):
+    u = normalize_usage({"prompt_tokens": value, "completion_tokens": 5})
+    assert (u.prompt_tokens, u.completion_tokens) == (0, 5)

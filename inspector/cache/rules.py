@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from inspector import yaml_safe
+
 SUPPORTED_VERSION = 1
 DEFAULT_PATH = Path(__file__).with_name("rules.yaml")
 MODES = ("breakpoints", "automatic", "ideal", "disabled")
@@ -138,7 +140,7 @@ def _read(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise RulesError(f"{path}: cannot read the cache rule table: {exc}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = yaml_safe.load(text)
     except yaml.YAMLError as exc:
         raise RulesError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):

@@ -86,6 +86,13 @@ def run(args: argparse.Namespace) -> int:
         print("warning: only one run; give --engine twice or more to compare", file=sys.stderr)
     if args.workers < 1:
         return _error("--workers must be at least 1")
+    from inspector.outputs import is_html_report, output_problem
+
+    inputs = [args.session, args.config or ""]
+    for option, path, ours in (("--out", args.out, None), ("--html", args.html, is_html_report)):
+        problem = output_problem(path, inputs=inputs, **({"ours": ours} if ours else {})) if path else None
+        if problem:  # said before the runs, not after their work is done
+            return _error(f"{option} {path}: {problem}")
 
     session = _load_session(args)
     if isinstance(session, int):

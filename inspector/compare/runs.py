@@ -24,6 +24,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from inspector.config import ConfigError, deep_merge, parse_set_option
+from inspector.llm.secrets import is_secret_name, public_value
 from inspector.trace.model import Trace
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ STATUS_CANCELLED = "cancelled"
 # "key=value" pieces are separated by commas; a comma only separates when a new key follows,
 # so a value may itself contain commas (``a.b=[1, 2]``).
 _PIECE_SPLIT = re.compile(r",(?=\s*[A-Za-z_][\w.\-]*\s*=)")
-_SECRET_RE = re.compile(r"api_key|secret|password|token$", re.IGNORECASE)
 _KEY_RE = re.compile(r"^[A-Za-z_][\w\-]*(\.[A-Za-z_0-9][\w\-]*)*$")
 
 
@@ -87,8 +87,8 @@ class RunSpec:
 
     def public_json(self) -> dict[str, Any]:
         """What may be saved or shown: overrides of secret-looking keys (API keys) left out."""
-        return {"engine": self.engine, "overrides": [[k, v] for k, v in self.overrides if not is_secret_key(k)],
-                "label": self.label}
+        return {"engine": self.engine, "label": self.label,
+                "overrides": [[k, public_value(v)] for k, v in self.overrides if not is_secret_key(k)]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunSpec:
@@ -98,11 +98,12 @@ class RunSpec:
 
 def is_secret_key(key: str) -> bool:
     """Config keys whose values must never reach a file, label or report (``*.api_key`` ...)."""
-    return bool(_SECRET_RE.search(key.rsplit(".", 1)[-1])) and not key.endswith("api_key_env")
+    return is_secret_name(key.rsplit(".", 1)[-1])
 
 
 def _shown(key: str, value: Any) -> str:
-    return "***" if is_secret_key(key) else _yaml_scalar(value)
+    """How an override appears in labels, headers and reports: credentials masked at any depth."""
+    return "***" if is_secret_key(key) else _yaml_scalar(public_value(value))
 
 
 def _yaml_scalar(value: Any) -> str:

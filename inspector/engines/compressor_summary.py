@@ -24,6 +24,7 @@ from inspector.engines.compressor_prune import (
     summarize_tool_result,
 )
 from inspector.engines.redact import redact_sensitive_text
+from inspector.llm.secrets import scrub_text
 
 # --------------------------------------------------------------------------------------------
 # Prefixes and markers
@@ -583,7 +584,8 @@ def cache_put(key: str, content: str, *, model: str = "") -> None:
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"model": model, "content": content}, fh, ensure_ascii=False)
+            # the model label may carry the endpoint URL, and with it ``user:pass@``
+            json.dump({"model": scrub_text(model), "content": content}, fh, ensure_ascii=False)
         os.replace(tmp, directory / f"{key}.json")
     except OSError:
         return

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from inspector import yaml_safe
 from inspector.config import cfg_get
 from inspector.engines.compat import CompatReport, activate, install_compat
 from inspector.engines.compat.plugins import PluginManager, PluginManifest, ToolRegistration
@@ -177,7 +178,7 @@ def _read_manifest(name: str, directory: Path) -> tuple[PluginManifest, str | No
     if not path.is_file():
         return PluginManifest(name=name, path=str(directory)), None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml_safe.load(path.read_text(encoding="utf-8")) or {}
         if not isinstance(data, dict):
             return PluginManifest(name=name, path=str(directory)), f"{path}: expected a mapping"
         manifest = PluginManifest.from_yaml(name, data, directory)
@@ -507,15 +508,19 @@ def _load_enabled_hook_plugins(loaded: LoadedEngine, config: dict[str, Any], plu
 
 
 def _available(config: dict[str, Any], plugin_dirs: Any, include_project: bool, exclude: str | None = None) -> list[str]:
-    """Names that would load, for error messages (a full discovery pass: errors are rare)."""
+    """Names that would load, for error messages (a discovery pass over the folders the user chose;
+    installed entry-point plugins are only named, never imported, for a message)."""
     try:
-        infos = discover_engines(config, plugin_dirs, include_project=include_project)
+        infos = discover_engines(config, plugin_dirs, include_project=include_project, include_entry_points=False)
     except (Exception, SystemExit):  # not KeyboardInterrupt: the user stops us
         return [DEFAULT_ENGINE]
     names = []
     for info in infos:
         if info.loads and info.name not in names and info.name != exclude:
             names.append(info.name)
+    for cand in _entry_point_candidates():
+        if cand.name not in names and cand.name != exclude:
+            names.append(cand.name)
     return names
 
 

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from inspector.engines.stdout_guard import stdout_to_stderr
+from inspector.outputs import output_problem
 
 HELP = "Replay a session through one or more context engines and print a per-turn table."
 
@@ -174,10 +175,12 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(saved, int):
             return saved
         return _report(args, *saved)
-    problem = unwritable(args.out) if args.out else None
-    if problem:  # said before the replay, not after its work is done
-        print(f"error: --out {args.out}: {problem}", file=sys.stderr)
-        return 2
+    if args.out:  # said before the replay, not after its work is done
+        for path in [args.out] if len(names) == 1 else [_per_engine_path(args.out, n) for n in names]:
+            problem = output_problem(path, inputs=[args.session, args.config or ""])
+            if problem:
+                print(f"error: --out {path}: {problem}", file=sys.stderr)
+                return 2
     try:
         session = require_conversation(load_session(args.session, format=args.format, session_id=args.session_id))
     except ReaderError as exc:
@@ -291,21 +294,6 @@ def print_faults(traces: list, names: list[str], out=None) -> None:
             out.write(f"  {where}, {hook}: {kind}: {' '.join(message.split())[:300]}{times}\n")
             if first.get("where"):
                 out.write(f"    at {first['where']}\n")
-
-
-def unwritable(path: str) -> str | None:
-    """Why a file cannot be written at ``path`` (None when it can, as far as can be told now)."""
-    import os
-
-    target = os.path.abspath(path)
-    if os.path.isdir(target):
-        return "is a directory; give a file name (.json or .json.gz)"
-    parent = os.path.dirname(target)
-    if not os.path.isdir(parent):
-        return f"the folder {parent} does not exist"
-    if not os.access(parent, os.W_OK):
-        return f"the folder {parent} is not writable"
-    return None
 
 
 def unique_labels(names: list[str]) -> list[str]:

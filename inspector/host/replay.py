@@ -12,14 +12,12 @@ import contextlib
 import datetime
 import hashlib
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from inspector import __version__
-from inspector.engines.redact import URL_CREDENTIALS as _URL_CREDENTIALS
 from inspector.host.gc_batches import collect_batch, collection_in_batches
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.responders import ReplayResponder, WireMessages
@@ -105,27 +103,12 @@ def engine_meta(loaded: Any, engine: Any) -> dict[str, Any]:
     return meta
 
 
-_SECRET_KEY = re.compile(r"(?:^|_)(?:api_?key|token|secret|password|passwd)(?:$|_)", re.I)
-
-
 def public_config(config: dict[str, Any]) -> dict[str, Any]:
-    """The config as recorded in a trace: credentials dropped whatever their nesting (keys named
-    like one, and ``user:pass@`` in URLs); the name of a key's environment variable is kept."""
+    """The config as recorded in a trace: every credential masked whatever its nesting (see
+    :func:`inspector.llm.secrets.public_value`); the name of a key's environment variable is kept."""
+    from inspector.llm.secrets import public_value
 
-    def secret(key: Any) -> bool:
-        name = str(key).lower()
-        return bool(_SECRET_KEY.search(name)) and not name.endswith("_env")
-
-    def scrub(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: scrub(v) for k, v in node.items() if not secret(k)}
-        if isinstance(node, list):
-            return [scrub(v) for v in node]
-        if isinstance(node, str) and "@" in node:
-            return _URL_CREDENTIALS.sub(r"\1[REDACTED]@", node)
-        return node
-
-    return scrub(config)
+    return public_value(config, drop=True)
 
 
 def replayable_indices(session: Session, turn: Turn) -> list[int]:

@@ -54,8 +54,8 @@ def turn_line(trace: Any, turn: int) -> str:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from inspector.config import ConfigError, load_config, print_config_warnings
     from inspector.engines.discovery import EngineLoadError, load_engine
-    from inspector.host.cli import unwritable
     from inspector.live.follow import Follower
+    from inspector.outputs import output_problem
 
     out = out or sys.stdout
     try:
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print_config_warnings(config)
-    problem = unwritable(args.out) if args.out else None
+    problem = output_problem(args.out, inputs=[args.source, args.config or ""]) if args.out else None
     if problem:
         print(f"error: --out {args.out}: {problem}", file=sys.stderr)
         return 2

@@ -31,6 +31,7 @@ from typing import Any
 
 from inspector.config import cfg_get
 from inspector.host.responders import ProviderResponse
+from inspector.llm.secrets import scrub_text
 from inspector.usage import normalize_usage
 
 NO_KEY_PLACEHOLDER = "not-needed"
@@ -406,6 +407,8 @@ class LiveResponder:
         reply, attempts = self._call_with_retries(request, tools)
         self._calls += 1
         message = reply.message()
+        if isinstance(message.get("content"), str):  # an endpoint echoing its key must not put it in the trace
+            message["content"] = scrub_text(message["content"], os.environ.get(self.settings.api_key_env or ""))
         self._done = not message.get("tool_calls")
         raw = _usage_dict(reply.usage)
         usage = normalize_usage(raw) if raw else None

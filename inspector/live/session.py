@@ -25,6 +25,7 @@ from inspector import __version__
 from inspector.host.host import Host
 from inspector.host.replay import engine_meta, make_counter, make_simulator, public_config
 from inspector.live.responder import DeltaFn, LiveError, LiveResponder, LiveSettings, NoticeFn
+from inspector.llm.secrets import scrub_text
 from inspector.trace.model import Trace
 
 LIVE_DIFFERENCES = [
@@ -147,7 +148,7 @@ class LiveSession:
                 "label": label or f"{getattr(self.engine, 'name', 'engine')} (live)",
                 "engine": engine_meta(self.loaded, self.engine),
                 "session": {"id": self.session_id, "format": "live", "path": None, "model": self.settings.model,
-                            "endpoint": self.settings.base_url},
+                            "endpoint": scrub_text(self.settings.base_url)},
                 "config": public_config(config),
                 "tokenizer": getattr(counter, "name", "?"),
                 "cache_profile": (config.get("inspector") or {}).get("cache_profile", "anthropic"),

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.config import cfg_get
-from inspector.llm.secrets import scrub_exception, scrub_text
+from inspector.llm.secrets import config_secrets, scrub_exception, scrub_text
 
 OFFLINE_MODEL = "inspector-offline-stand-in"
 COMPRESSION_TIMEOUT_FLOOR = 300.0  # Hermes floors the compression task's timeout at 300 s
@@ -317,7 +317,8 @@ def call_llm(
             record.offline = True
             record.model = OFFLINE_MODEL
         else:
-            record.model, record.base_url, endpoint_key = endpoint.model, endpoint.base_url, endpoint.api_key
+            record.model, endpoint_key = endpoint.model, endpoint.api_key
+            record.base_url = scrub_text(endpoint.base_url)  # ``user:pass@`` never reaches a trace
             response = _call_endpoint(
                 endpoint, messages, temperature=temperature, max_tokens=max_tokens, tools=tools,
                 extra_body=extra_body, reasoning_config=reasoning_config, stream=stream,
@@ -326,6 +327,8 @@ def call_llm(
         if stream:
             record.reply = "<stream>"
             return response
+        # An endpoint that echoes its key (a proxy, a test server) must not put it in a summary.
+        _scrub_reply(response, api_key, endpoint_key, *config_secrets(config))
         record.reply = _reply_text(response)
         record.usage = _usage_dict(response)
         return response
@@ -336,6 +339,26 @@ def call_llm(
     finally:
         record.duration_s = time.perf_counter() - start
         _emit(record)
+
+
+def _scrub_reply(response: Any, *secrets: str | None) -> None:
+    """Mask credentials in the reply text in place (the engine reads the same object)."""
+    def get(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    for choice in get(response, "choices") or []:
+        message = get(choice, "message")
+        content = get(message, "content")
+        if isinstance(content, str):
+            cleaned = scrub_text(content, *secrets)
+            if cleaned != content:
+                try:
+                    if isinstance(message, dict):
+                        message["content"] = cleaned
+                    else:
+                        message.content = cleaned
+                except Exception:  # a frozen object keeps its text; the record is still scrubbed
+                    pass
 
 
 async def async_call_llm(task: str | None = None, **kwargs: Any) -> Any:

@@ -65,3 +65,70 @@ def scrub_exception(exc: BaseException, *extra: str | None) -> BaseException:
     except Exception:  # an exception type with read-only attributes keeps them; str() is still checked
         pass
     return exc
+
+
+# Keys (at any depth of a config, a run spec or a header map) whose values are credentials.
+_SECRET_KEY = re.compile(r"(?:^|[_\-.])(?:api[_\-]?key|token|secret|password|passwd|authorization|auth|cookie|"
+                         r"credentials?)(?:$|[_\-.])", re.I)
+# Maps of HTTP headers: every value may carry a credential.
+_HEADER_MAPS = frozenset({"headers", "extra_headers", "default_headers"})
+# A command-line flag in a list (``["--token", "…"]``) whose next element is a credential.
+_SECRET_FLAG = re.compile(r"^--?[\w-]*(?:key|token|secret|password|passwd|auth)[\w-]*$", re.I)
+
+
+def is_secret_name(key: Any) -> bool:
+    """A config or header key that holds a credential (``api_key``, ``Authorization``, ``x-api-key``…);
+    the name of the environment variable that holds one (``api_key_env``) is not."""
+    name = str(key)
+    return bool(_SECRET_KEY.search(name)) and not name.lower().endswith("_env")
+
+
+def public_value(value: Any, *extra: str | None, drop: bool = False, depth: int = 0) -> Any:
+    """``value`` with every credential masked (or, with ``drop``, secret-named keys left out):
+    values under secret-named keys, every value of a ``headers`` map, list items after a
+    ``--token``-like flag, and key-shaped text, known key values and ``user:pass@`` in URLs
+    inside any string."""
+    if isinstance(value, str):
+        return scrub_text(value, *extra)
+    if depth > 32:
+        return MASK
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if is_secret_name(k):
+                if not drop:
+                    out[k] = MASK if v not in (None, "", {}, []) else v
+            elif str(k).lower() in _HEADER_MAPS and isinstance(v, dict):
+                out[k] = {hk: MASK if hv not in (None, "") else hv for hk, hv in v.items()}
+            else:
+                out[k] = public_value(v, *extra, drop=drop, depth=depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        out_list, hide_next = [], False
+        for item in value:
+            hidden = hide_next and isinstance(item, str)
+            out_list.append(MASK if hidden else public_value(item, *extra, drop=drop, depth=depth + 1))
+            hide_next = isinstance(item, str) and bool(_SECRET_FLAG.match(item))
+        return out_list
+    return value
+
+
+def config_secrets(config: Any) -> list[str]:
+    """The credential values written in a config (to mask wherever an endpoint echoes them)."""
+    found: list[str] = []
+
+    def walk(node: Any, secret: bool, depth: int = 0) -> None:
+        if depth > 32:
+            return
+        if isinstance(node, dict):
+            for k, v in node.items():
+                headers = str(k).lower() in _HEADER_MAPS
+                walk(v, secret or headers or is_secret_name(k), depth + 1)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, secret, depth + 1)
+        elif secret and isinstance(node, str) and len(node) >= _MIN_SECRET:
+            found.append(node)
+
+    walk(config, False)
+    return found

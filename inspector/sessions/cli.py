@@ -15,6 +15,7 @@ from inspector.sessions.api import list_sessions
 from inspector.sessions.detect import FORMATS
 from inspector.sessions.model import ReaderError
 from inspector.sessions.summary import SessionSummary
+from inspector.terminal import printable
 
 HELP = (
     "List the sessions in a transcript file or a Hermes state.db (id, title, source, model, start, "
@@ -38,7 +39,7 @@ def _when(ts: float | None) -> str:
 
 
 def _cut(text: str | None, width: int) -> str:
-    text = " ".join((text or "-").split())
+    text = printable(" ".join((text or "-").split()))
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -49,7 +50,7 @@ def format_table(rows: list[SessionSummary]) -> str:
     for s in rows:
         tokens = (s.prompt_tokens, s.completion_tokens, s.cache_read_tokens, s.cache_write_tokens)
         shown = [f"{t:,}" if s.usage_source != "none" else "-" for t in tokens]
-        sid = s.id + (f" ({len(s.segments)} segments)" if s.segments else "")
+        sid = printable(s.id) + (f" ({len(s.segments)} segments)" if s.segments else "")
         body.append(
             (sid, _cut(s.title, 40), _cut(s.source, 10), _cut(s.model, 28), _when(s.started), str(s.message_count), str(s.api_calls), *shown)
         )

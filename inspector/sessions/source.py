@@ -7,7 +7,6 @@ a damaged record becomes a warning (when the rest is usable) instead of a lost s
 from __future__ import annotations
 
 import codecs
-import gzip
 import json
 import zlib
 from collections.abc import Iterator
@@ -15,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inspector.gunzip import TooLarge, gunzip
 from inspector.sessions.model import ReaderError
 
 GZIP_MAGIC = b"\x1f\x8b"
 SQLITE_MAGIC = b"SQLite format 3\x00"
-MAX_BYTES = 2 * 1024**3  # refuse to inflate more than this: a gzip bomb is not a transcript
+MAX_BYTES = 512 * 1024**2  # refuse to inflate more than this: a gzip bomb is not a transcript
 
 
 @dataclass
@@ -50,18 +50,15 @@ def read_bytes(path: str | Path) -> tuple[bytes, list[str], bool]:
     if not data.startswith(GZIP_MAGIC):
         return data, [], False
     try:
-        return gzip.decompress(data), [], True
-    except (EOFError, OSError, zlib.error):
-        pass
-    # A truncated gzip (the writer died) still holds a usable prefix: inflate what is there.
-    inflater = zlib.decompressobj(wbits=31)
-    try:
-        out = inflater.decompress(data, MAX_BYTES)
+        out, complete = gunzip(data, MAX_BYTES)
+    except TooLarge as exc:
+        raise ReaderError(f"gzip data {exc}, more than any transcript (a crafted file?); not read", path=path) from None
     except zlib.error as exc:
         raise ReaderError(f"corrupt gzip data: {exc}", path=path) from None
     if not out:
         raise ReaderError("gzip stream is empty or corrupt", path=path)
-    return out, ["gzip stream is truncated or corrupt; read the part that could be inflated"], True
+    # A truncated gzip (the writer died) still holds a usable prefix.
+    return out, [] if complete else ["gzip stream is truncated or corrupt; read the part that could be inflated"], True
 
 
 def decode(data: bytes, path: str) -> tuple[str, list[str]]:

@@ -68,6 +68,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+from inspector.gunzip import TooLarge, gunzip
 from inspector.trace.model import (
     CacheInfo,
     Event,
@@ -1042,6 +1043,14 @@ def _encode_requests(requests: Sequence[Request], index: dict[str, int]) -> dict
     }
 
 
+def _number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _numbers(value: Any) -> bool:
+    return isinstance(value, dict) and all(v is None or _number(v) for v in value.values())
+
+
 def _decode_requests(d: Any, n_lists: int, keys: list[str]) -> list[Request]:
     _expect(isinstance(d, dict), "'requests' is not an object")
     n = d["count"]
@@ -1152,6 +1161,13 @@ def _decode_requests(d: Any, n_lists: int, keys: list[str]) -> list[Request]:
             _expect(
                 isinstance(lid, int) and 0 <= lid < n_lists, f"request {req.index} {name} list {lid!r} does not exist"
             )
+        # Wrong types would load, then fail wherever a panel or a summary reads them.
+        i, c = req.index, req.cache
+        _expect(_numbers(req.tokens), f"request {i} tokens are not a map of numbers")
+        _expect(req.usage is None or _numbers(req.usage), f"request {i} usage is not a map of numbers")
+        _expect(req.recorded is None or _numbers(req.recorded), f"request {i} recorded usage is not a map of numbers")
+        _expect(all(v is None or _number(v) for v in (c.read, c.write, c.uncached, c.cost)),
+                f"request {i} cache figures are not numbers")
     return out
 
 
@@ -1270,15 +1286,22 @@ def save_bundle(
 # -- decoding -------------------------------------------------------------------------------
 
 
+MAX_TRACE_BYTES = 1024**3  # a 30,000-turn trace is ~160 MB: far more than that is a crafted file
+
+
 def _read_doc(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bool]:
     """Read and parse the file; returns (document, was_gzip). OSError passes through."""
     raw = Path(path).read_bytes()
     compressed = raw[:2] == _GZIP_MAGIC
     try:
         if compressed:
-            raw = gzip.decompress(raw)
+            raw, complete = gunzip(raw, MAX_TRACE_BYTES)
+            if not complete:
+                raise EOFError("the gzip stream ends early")
         text = raw.decode("utf-8", "surrogatepass")
         doc = json.loads(text)
+    except TooLarge as exc:
+        raise TraceCorruptError(path, f"gzip data {exc}, more than any trace (a crafted file?); not read") from None
     except (OSError, EOFError, zlib.error) as exc:
         raise TraceCorruptError(path, f"damaged gzip data ({exc})") from None
     except UnicodeDecodeError as exc:

@@ -112,9 +112,20 @@ def run_gui(args: Any) -> int:
     return int(code or 0)
 
 
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+
+
 def _screenshot(app: Any, window: Any, path: str | None, out: str, cursor: int | None, panel: str | None,
                 size: tuple[int, int], compare: list[str] | None = None) -> int:
     """Render offscreen and write ``out``; exit code 0 when the PNG was written (2 otherwise)."""
+    from inspector.outputs import is_image, output_problem
+
+    problem = None if Path(out).suffix.lower() in IMAGE_SUFFIXES else \
+        f"give an image file name ({', '.join(IMAGE_SUFFIXES)})"
+    problem = problem or output_problem(out, inputs=[path or ""], ours=is_image, what="(.png)")
+    if problem:
+        print(f"error: --screenshot {out}: {problem}", file=sys.stderr)
+        return 2
     window.resize(*size)
     window.reset_layout()
     window.show()

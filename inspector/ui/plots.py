@@ -8,6 +8,7 @@ jumps the cursor to the nearest request.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 
 import numpy as np
@@ -321,7 +322,8 @@ def overlay_runs(plot: pg.PlotItem, view, arrays: list[np.ndarray], *, legend: p
     for run in view.runs:
         y = arrays[run]
         x = np.arange(y.shape[0], dtype=np.float64)
-        name = view.label(run) + suffix if legend is not None else None
+        # pyqtgraph renders legend names as rich text: a run's label is the user's (or a file's) text
+        name = html.escape(view.label(run) + suffix) if legend is not None else None
         item = curve(plot, view.color(run), name, dashed=dashed)
         if step:
             filled = forward_fill(y)

@@ -1107,6 +1107,10 @@ class MainWindow(QMainWindow):
         """Write every run (with its bookmarks) and the specs into one file that File → Open reads back."""
         if self.comparison is None:
             return False
+        problem = self._output_problem(path, ours=lambda head: True)
+        if problem:
+            self.show_message(f"Not saving to {path}: {problem}")
+            return False
         try:
             from inspector.compare import save_comparison
 
@@ -1132,6 +1136,10 @@ class MainWindow(QMainWindow):
     def export_html_to(self, path: str) -> bool:
         """The self-contained HTML report of the comparison (escaped text, no scripts)."""
         if self.comparison is None:
+            return False
+        problem = self._output_problem(path, ours=lambda head: True)
+        if problem:
+            self.show_message(f"Not writing {path}: {problem}")
             return False
         try:
             from inspector.compare.report import write_html_report
@@ -1216,6 +1224,10 @@ class MainWindow(QMainWindow):
         trace = self.trace
         if trace is None:
             return False
+        problem = self._output_problem(path, ours=lambda head: True)
+        if problem:
+            self.show_message(f"Not saving to {path}: {problem}")
+            return False
         try:
             from inspector.trace.io import save_marks, save_trace
 
@@ -1258,13 +1270,51 @@ class MainWindow(QMainWindow):
         QApplication.processEvents()
         if isinstance(panel, Panel):
             panel.refresh()
-        ok = panel.grab().save(path)
+        ok = self._write_image(panel.grab(), path)
         if not ok:
             self.show_message(f"Could not write {path}")
         return ok
 
     def grab_window(self, path: str) -> bool:
-        return self.grab().save(path)
+        return self._write_image(self.grab(), path)
+
+    def _write_image(self, pixmap: Any, path: str) -> bool:
+        """Save ``pixmap`` as ``path`` without ever truncating a file it cannot replace.
+
+        ``QPixmap.save`` empties an existing file before it finds it cannot encode the format,
+        so the image goes to a temporary file first and replaces ``path`` only once written.
+        """
+        problem = self._output_problem(path, ours=lambda head: True)
+        if problem:
+            self.show_message(f"Not writing {path}: {problem}")
+            return False
+        fmt = Path(path).suffix.lstrip(".").upper() or "PNG"
+        tmp = f"{path}.part-{os.getpid()}"
+        try:
+            if not pixmap.save(tmp, fmt):
+                return False
+            os.replace(tmp, path)
+            return True
+        except OSError:
+            return False
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+    def _output_problem(self, path: str, *, ours: Callable[[bytes], bool]) -> str | None:
+        """Why ``path`` must not be written: above all, it is the session this window opened."""
+        from inspector.outputs import is_saved_file, output_problem
+
+        inputs = []
+        if self.source_path and os.path.isfile(self.source_path.rpartition("#")[0] or self.source_path):
+            try:
+                with open(self.source_path, "rb") as fh:
+                    mine = is_saved_file(fh.read(4096))
+            except OSError:
+                mine = False
+            if not mine:  # a trace this window opened may be saved over; a session never
+                inputs.append(self.source_path)
+        return output_problem(path, inputs=inputs, ours=ours)
 
     # -- drag and drop, close, misc -----------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt override

@@ -104,3 +104,50 @@ def test_interrupt_protection_flag():
     with aux.aux_interrupt_protection():
         assert aux.is_aux_interrupt_protected()
     assert not aux.is_aux_interrupt_protected()
+
+
+def test_an_endpoint_echoing_its_key_or_url_password_leaves_neither_in_the_reply_or_record(monkeypatch):
+    """A proxy that echoes the request must not put the key in the summary the engine writes."""
+    key = "sk-live-SECRETECHO123456"
+
+    class EchoCompletions:
+        def create(self, **params):
+            return aux.offline_completion("compression", [{"role": "user", "content": f"you sent {key}"}])
+
+    class EchoClient:
+        chat = type("Chat", (), {"completions": EchoCompletions()})()
+
+    import inspector.llm.client as client
+
+    monkeypatch.setattr(client, "make_client", lambda base_url, api_key=None, **kw: EchoClient())
+    monkeypatch.setattr(aux, "offline_completion", lambda task, messages, **kw: _reply(messages[0]["content"]))
+    records = []
+    cfg = {"auxiliary": {"compression": {"base_url": "http://bob:PASSWORD9876@proxy:8080/v1", "model": "m",
+                                         "api_key": key}}}
+    with aux.use_aux_config(cfg), aux.recording(records.append):
+        out = aux.call_llm("compression", messages=[{"role": "user", "content": "q"}])
+    assert key not in out.choices[0].message.content, "the engine never sees the key"
+    (record,) = records
+    assert key not in (record.reply or "") and "PASSWORD9876" not in (record.base_url or "")
+
+
+def _reply(text):
+    from types import SimpleNamespace
+
+    message = SimpleNamespace(role="assistant", content=text)
+    return SimpleNamespace(choices=[SimpleNamespace(message=message)], usage=None, model="m")
+
+
+def test_public_values_mask_credentials_however_they_are_written():
+    from inspector.llm.secrets import config_secrets, public_value
+
+    config = {"mcp_servers": {"gh": {"headers": {"Authorization": "Bearer abcdefgh12345"},
+                                     "args": ["--token", "tok-abcdefgh", "--verbose"]}},
+              "auxiliary": {"compression": {"extra_headers": {"x-api-key": "xk-abcdefgh"}, "api_key_env": "AUX_KEY",
+                                            "base_url": "https://u:pw123456@h/v1"}}}
+    shown = public_value(config)
+    text = repr(shown)
+    assert not any(secret in text for secret in ("abcdefgh12345", "tok-abcdefgh", "xk-abcdefgh", "pw123456"))
+    assert shown["mcp_servers"]["gh"]["args"] == ["--token", "***", "--verbose"]
+    assert shown["auxiliary"]["compression"]["api_key_env"] == "AUX_KEY", "the variable's name is not a secret"
+    assert set(config_secrets(config)) >= {"Bearer abcdefgh12345", "xk-abcdefgh"}

@@ -55,3 +55,12 @@ def test_entries_a_listing_had_to_skip_are_reported(tmp_path: Path, capsys):
     captured = capsys.readouterr()
     assert len([line for line in captured.out.splitlines() if line[:1].isdigit()]) == 2
     assert "line 2: skipped" in captured.err and "entry 3" in captured.err
+
+
+def test_terminal_control_characters_from_a_transcript_are_printed_visibly(tmp_path: Path, capsys):
+    path = tmp_path / "evil.json"
+    path.write_text(json.dumps([{"role": "user", "content": "\x1b]0;PWNED\x07\x1b[31mRED title"},
+                                {"role": "assistant", "content": "ok"}]), encoding="utf-8")
+    assert main(["sessions", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\\x1b" in out

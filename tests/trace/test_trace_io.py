@@ -290,6 +290,9 @@ def _corrupt_cases(tmp_path: Path) -> dict[str, bytes]:
     cases["mark without event"] = mutated(lambda d: d["marks"][0].pop("event"))
     cases["messages not a dict"] = mutated(lambda d: d.__setitem__("messages", []))
     cases["events not a list"] = mutated(lambda d: d.__setitem__("events", 5))
+    # Wrong types that would load and only fail when a panel or summary read them.
+    cases["cost is text"] = mutated(lambda d: d["requests"]["cache"].__setitem__("cost", {"0": "free"}))
+    cases["tokens are null"] = mutated(lambda d: d["requests"]["tokens"].__setitem__(0, None))
     assert doc["lists"]  # the mutations above have something to break
     return cases
 

@@ -354,3 +354,25 @@ def test_a_short_timeline_gives_its_legend_row_to_the_data(shown, demo_trace: Tr
     panel.resize(600, 400)
     QApplication.processEvents()
     assert panel.legend.isVisible() and panel.legend.maximumHeight() > 0
+
+
+def test_run_labels_in_plot_legends_are_text_not_markup(qapp) -> None:
+    import pyqtgraph as pg
+
+    from inspector.ui import plots
+
+    class View:
+        runs = [0]
+
+        @staticmethod
+        def label(run: int) -> str:
+            return '<img src="/etc/passwd"><b>run</b>'
+
+        @staticmethod
+        def color(run: int) -> str:
+            return "#1e88e5"
+
+    plot = pg.PlotItem()
+    legend = plot.addLegend()
+    (item,) = plots.overlay_runs(plot, View(), [np.arange(3, dtype=np.float64)], legend=legend)
+    assert item.name() == "&lt;img src=&quot;/etc/passwd&quot;&gt;&lt;b&gt;run&lt;/b&gt;"

@@ -484,3 +484,19 @@ def test_a_transcript_that_mentions_the_trace_format_opens_as_a_session(window, 
         {"role": "assistant", "content": "Check its version."}]) + "\n", encoding="utf-8")
     assert window.open_path(str(path), sync_replay=True), window.message_bar.text()
     assert window.trace is not None and len(window.trace.requests) == 1
+
+
+def test_images_and_saves_never_replace_the_open_session(window, tmp_path: Path) -> None:
+    from inspector.ui.app import _screenshot
+
+    session = _tiny_session(tmp_path)
+    before = session.read_bytes()
+    assert window.open_path(str(session), sync_replay=True)
+    assert not window.grab_window(str(session)) and "one of the inputs" in window.message_bar.text()
+    window.ask_save_path = lambda suggestion: str(session)
+    assert not window.save_as()
+    assert session.read_bytes() == before
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes", encoding="utf-8")
+    assert _screenshot(None, None, str(session), str(notes), None, None, (800, 600)) == 2
+    assert notes.read_text(encoding="utf-8") == "my notes", "an unknown image format never truncates a file"

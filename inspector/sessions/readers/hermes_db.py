@@ -25,6 +25,7 @@ from inspector.sessions.readers.hermes_common import (
 )
 from inspector.sessions.sqlite_ro import connect_readonly
 from inspector.sessions.summary import SessionSummary
+from inspector.usage import token_count
 
 MESSAGE_COLUMNS = (
     "id",
@@ -193,10 +194,7 @@ def _num(value: Any) -> float:
 
 
 def _int(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
+    return token_count(value)
 
 
 def _aggregate(rows: list[dict[str, Any]]) -> Usage | None:

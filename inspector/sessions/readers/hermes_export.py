@@ -29,15 +29,13 @@ from inspector.sessions.readers.hermes_common import map_row, mark_compactions, 
 from inspector.sessions.readers.openai_chat import build_session, pick_record
 from inspector.sessions.source import Source, iter_jsonl, parse_json
 from inspector.sessions.summary import SessionSummary, summarize
+from inspector.usage import token_count
 
 FORMATS = ("hermes-export", "hermes-session-json", "hermes-gateway-jsonl", "hermes-request-dump")
 
 
 def _int(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
+    return token_count(value)
 
 
 def _export_records(source: Source) -> list[tuple[int, dict[str, Any]]]:

@@ -1,0 +1,77 @@
+"""Where the inspector may write: never over the user's data.
+
+Output options (``--out``, ``--html``, ``--screenshot``, Save) name a path the user typed, and a
+slip of the keyboard can name the transcript, the ``state.db`` or some unrelated file. A path is
+refused when it is one of the inputs or an existing file the inspector did not write (a saved
+trace or comparison, a report, an image): overwriting one of our own files is what re-running a
+command with the same ``--out`` means, overwriting anything else is data loss.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from collections.abc import Callable, Iterable
+
+HEAD_BYTES = 4096
+
+
+def _head(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        raw = fh.read(HEAD_BYTES)
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as gz:
+                return gz.read(HEAD_BYTES)
+        except (OSError, EOFError):
+            return raw
+    return raw
+
+
+def is_saved_file(head: bytes) -> bool:
+    """A trace or comparison this inspector wrote."""
+    from inspector.trace.io import saved_kind_of
+
+    return saved_kind_of(head) is not None
+
+
+def is_html_report(head: bytes) -> bool:
+    return head.lstrip()[:15].lower() == b"<!doctype html>"
+
+
+def is_image(head: bytes) -> bool:
+    return head.startswith((b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"BM"))
+
+
+def _input_path(spec: str) -> str:
+    """``state.db#id`` names the database file."""
+    if "#" in spec and not os.path.exists(spec):
+        return spec.rpartition("#")[0]
+    return spec
+
+
+def output_problem(path: str, *, inputs: Iterable[str] = (), ours: Callable[[bytes], bool] = is_saved_file,
+                   what: str = "(.json or .json.gz)") -> str | None:
+    """Why the inspector must not write ``path`` (None when it may)."""
+    target = os.path.abspath(path)
+    for spec in inputs:
+        source = os.path.abspath(_input_path(str(spec)))
+        same = os.path.exists(source) and os.path.exists(target) and os.path.samefile(source, target)
+        if same or source == target or target.startswith(source + "-"):  # state.db-wal, -shm, -journal
+            return "is one of the inputs of this command: choose another name (the inspector never writes to your data)"
+    if os.path.isdir(target):
+        return f"is a directory; give a file name {what}"
+    parent = os.path.dirname(target)
+    if not os.path.isdir(parent):
+        return f"the folder {parent} does not exist"
+    if not os.access(parent, os.W_OK):
+        return f"the folder {parent} is not writable"
+    if os.path.isfile(target) and os.path.getsize(target) > 0:
+        try:
+            head = _head(target)
+        except OSError as exc:
+            return f"exists and cannot be read ({exc.strerror or exc})"
+        if not ours(head):
+            return ("exists and is not a file the inspector wrote: choose another name, or delete it first "
+                    "if you mean to replace it")
+    return None

@@ -1,0 +1,47 @@
+"""Bounded inflation: a small crafted .gz cannot take the machine's memory."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+
+import pytest
+
+from inspector.gunzip import TooLarge, gunzip
+
+
+def _bomb(size: int) -> bytes:
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return squeeze.compress(b"0" * size) + squeeze.flush()
+
+
+def test_inflation_stops_at_the_limit() -> None:
+    data = _bomb(8 * 1024**2)
+    assert len(data) < 20_000
+    with pytest.raises(TooLarge, match="more than 1 MiB"):
+        gunzip(data, 1024**2)
+    assert gunzip(data, 16 * 1024**2) == (b"0" * 8 * 1024**2, True)
+
+
+def test_every_member_and_a_truncated_tail_are_read() -> None:
+    two = gzip.compress(b"first ") + gzip.compress(b"second")
+    assert gunzip(two, 1024) == (b"first second", True)
+    text = b"".join(b"line %d of a transcript\n" % i for i in range(5000))
+    whole = gzip.compress(text)
+    prefix, complete = gunzip(whole[: len(whole) // 2], 1024**2)
+    assert not complete and prefix and text.startswith(prefix)
+
+
+def test_readers_refuse_bombs_with_a_clear_error(tmp_path: Path, monkeypatch) -> None:
+    from inspector.sessions import ReaderError, load_session, source
+    from inspector.trace import io as trace_io
+
+    monkeypatch.setattr(source, "MAX_BYTES", 1024**2)
+    monkeypatch.setattr(trace_io, "MAX_TRACE_BYTES", 1024**2)
+    path = tmp_path / "bomb.jsonl.gz"
+    path.write_bytes(_bomb(4 * 1024**2))
+    with pytest.raises(ReaderError, match="inflates to more than 1 MiB"):
+        load_session(str(path))
+    with pytest.raises(trace_io.TraceCorruptError, match="inflates to more than 1 MiB"):
+        trace_io.load_trace(path)
