@@ -65,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
     from inspector.compare.bundle import save_comparison
     from inspector.compare.report import write_html_report
     from inspector.compare.runs import MAX_RUNS, SpecError, parse_specs, run_comparison
-    from inspector.compare.table import summary_table
     from inspector.config import ConfigError, load_config, parse_set_option, print_config_warnings
 
     try:
@@ -82,6 +81,17 @@ def run(args: argparse.Namespace) -> int:
         return _error(str(exc))
     if len(specs) > MAX_RUNS:
         return _error(f"at most {MAX_RUNS} runs in one comparison (got {len(specs)})")
+    from inspector.config import config_warnings
+    from inspector.config_check import ConfigProblem, check_config
+
+    shared = set(config_warnings(config))
+    for spec in specs:  # a run's own overrides are checked like --set: a typo must not pass as a setting
+        try:
+            own = [w for w in check_config(spec.config_for(config)) if w not in shared]
+        except ConfigProblem as exc:
+            return _error(f"run {spec.label!r}: {exc}")
+        for warning in own:
+            print(f"warning: run {spec.label!r}: config {warning}", file=sys.stderr)
     if len(specs) == 1:
         print("warning: only one run; give --engine twice or more to compare", file=sys.stderr)
     if args.workers < 1:
@@ -118,7 +128,6 @@ def run(args: argparse.Namespace) -> int:
         if r.details and not quiet:
             print(_indent(r.details), file=sys.stderr)
 
-    table = summary_table(comparison)
     status = 2 if failed else 0
     if args.out:
         try:
@@ -135,24 +144,30 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             status = _error(f"{args.html}: cannot write the report: {exc.strerror or exc}")
 
-    if args.json:
+    print_comparison(comparison, as_json=args.json, turns=args.turns)
+    return status
+
+
+def print_comparison(comparison: Any, *, as_json: bool = False, turns: bool = False) -> None:
+    """The comparison on stdout, as ``compare`` prints it (also for a saved one, reopened)."""
+    from inspector.compare.table import summary_table
+
+    table = summary_table(comparison)
+    if as_json:
         json.dump({"session": comparison.session, **table.to_json(), "summaries": table.summaries},
                   sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
-        return status
-    if args.turns:
+        return
+    ok = [r for r in comparison.runs if r.trace is not None]
+    if turns and ok:
         from inspector.host.cli import print_turn_table
 
-        ok = [r for r in comparison.runs if r.trace is not None]
-        if ok:
-            print_turn_table([r.trace for r in ok], [r.label for r in ok])
-            sys.stdout.write("\n")
+        print_turn_table([r.trace for r in ok], [r.label for r in ok])
+        sys.stdout.write("\n")
     sys.stdout.write(table.render_text())
     from inspector.host.cli import print_faults
 
-    ok = [r for r in comparison.runs if r.trace is not None]
     print_faults([r.trace for r in ok], [r.label for r in ok])  # what the faults row counts, in words
-    return status
 
 
 def _load_session(args: argparse.Namespace) -> Any:

@@ -38,6 +38,7 @@ STATUS_OK = "ok"
 STATUS_LOAD_FAILED = "load_failed"
 STATUS_CRASHED = "crashed"
 STATUS_CANCELLED = "cancelled"
+STATUS_REFUSED = "refused"  # the host would not start an agent with this engine (trace kept)
 
 # "key=value" pieces are separated by commas; a comma only separates when a new key follows,
 # so a value may itself contain commas (``a.b=[1, 2]``).
@@ -339,6 +340,8 @@ def run_comparison(
                 trace = replay(session, eng, cfg, counter=counters[_tokenizer_of(cfg)], progress=report,
                                cancel=cancel, label=res.label)
             res.trace = _stamp(trace, res)
+            if trace.meta.get("stopped"):
+                res.status, res.error = STATUS_REFUSED, f"the host refused to start: {trace.meta['stopped']}"
         except ReplayCancelled as exc:
             res.trace = _stamp(exc.trace, res)
             res.status, res.error = STATUS_CANCELLED, "cancelled by the user (partial trace kept)"

@@ -213,7 +213,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"trace written: {path}", file=sys.stderr)
     about = {"id": session.id, "format": session.source_format, "turns": len(session.turns),
              "warnings": list(session.warnings), "notes": [assumed] if assumed else []}
-    return _report(args, traces, names, about)
+    code = _report(args, traces, names, about)
+    stopped = [(name, t.meta["stopped"]) for name, t in zip(names, traces) if t.meta.get("stopped")]
+    for name, why in stopped:
+        print(f"error: engine {name!r}: {why}", file=sys.stderr)
+    return 2 if stopped else code
 
 
 WARNINGS_SHOWN = 20
@@ -230,7 +234,7 @@ def print_session_warnings(session: Any) -> None:
 
 def _load_saved(args: argparse.Namespace) -> tuple[list, list[str], dict[str, Any]] | int | None:
     """A saved trace or comparison, shown as recorded: (traces, labels, session); an exit code on error."""
-    from inspector.trace.io import BUNDLE_FORMAT, TraceFormatError, load_bundle, load_trace, saved_kind
+    from inspector.trace.io import BUNDLE_FORMAT, TraceFormatError, load_trace, saved_kind
 
     kind = saved_kind(args.session)
     if kind is None:
@@ -241,8 +245,16 @@ def _load_saved(args: argparse.Namespace) -> tuple[list, list[str], dict[str, An
         return 2
     try:
         if kind == BUNDLE_FORMAT:
-            traces, meta = load_bundle(args.session)
-            labels = [str(t.meta.get("label") or f"run {i + 1}") for i, t in enumerate(traces)]
+            # A saved comparison reads as compare printed it: every run, failed ones included.
+            from inspector.compare import load_comparison
+            from inspector.compare.cli import print_comparison
+
+            comparison = load_comparison(args.session)
+            for run in comparison.runs:
+                if not run.ok:
+                    print(f"error: run {run.label!r} ({run.spec.describe()}): {run.error}", file=sys.stderr)
+            print_comparison(comparison, as_json=args.json)
+            return 0
         else:
             traces = [load_trace(args.session)]
             labels = [str(traces[0].meta.get("label") or "engine")]

@@ -174,7 +174,7 @@ def call_inline(fn: Callable[..., Any], *args: Any, timeout: float | None = None
         took = time.perf_counter() - start
         return CallOutcome(fault=Fault("timeout", _overrun(timeout, took)), duration=took,
                            thread=threading.current_thread().name)
-    except Exception as exc:  # engine code: anything can happen
+    except (Exception, SystemExit) as exc:  # engine code: anything can happen, sys.exit() included
         return CallOutcome(fault=exception_fault(exc), duration=time.perf_counter() - start, thread=threading.current_thread().name)
 
 
@@ -260,6 +260,6 @@ def call_on_pool(fn: Callable[[], Any], timeout: float | None) -> CallOutcome:
             thread=holder.get("thread", ""),
             abandoned=fut,
         )
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # an engine calling sys.exit() on the pool
         return CallOutcome(fault=exception_fault(exc), duration=time.perf_counter() - start, thread=holder.get("thread", ""))
     return CallOutcome(value=value, duration=time.perf_counter() - start, thread=holder.get("thread", ""))

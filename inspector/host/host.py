@@ -751,8 +751,10 @@ class Host:
                        session_db=None, session_id=self.session_id)
         ctx = _as_int(getattr(engine, "context_length", 0))
         if ctx and ctx < MIN_CONTEXT_LENGTH:
-            self.fault("host_error", f"context_length {ctx} is below Hermes' minimum of {MIN_CONTEXT_LENGTH}; "
-                       "Hermes refuses to start an agent with this engine, so the replay stops here.")
+            why = (f"context_length {ctx} is below Hermes' minimum of {MIN_CONTEXT_LENGTH}; "
+                   "Hermes refuses to start an agent with this engine, so the replay stops here.")
+            self.fault("host_error", why)
+            self.trace.meta["stopped"] = why  # the run did not happen: callers report it as not completed
             return False
         ev, out = self._call(EV_TOOL_SCHEMAS, engine.get_tool_schemas)
         self._inject_tools(ev, out)
@@ -1198,6 +1200,14 @@ class Host:
                           cache_write_tokens=min(cache.write, max(0, tik - cache.read)),
                           cache_write_1h_tokens=self._write_1h, source="synthesised")
         usage_dict = usage.to_hermes_dict()
+        if self.simulator is not None:
+            # Priced from the usage the engine was given (reply priming and tool schemas included),
+            # so the cost agrees with the token figures shown beside it.
+            try:
+                cache.cost = self.simulator.cost(usage_dict["cache_read_tokens"], usage_dict["cache_write_tokens"],
+                                                 usage_dict["input_tokens"], usage_dict["completion_tokens"])
+            except Exception:
+                cache.cost = None
         assembled_id = self.store.put_list(keys)
         selected_id = assembled_id if not differs else self.store.put_list(sel_keys)
         request = Request(
@@ -1556,10 +1566,6 @@ class Host:
             if cause is not None:
                 info.cause_event = cause.index
                 info.reason = f"{res.reason} — message {diverge} changed by {cause.kind} at event {cause.index}"
-        try:
-            info.cost = self.simulator.cost(res.read, res.write, res.uncached, completion)
-        except Exception:
-            info.cost = None
         return info
 
     def _break_cause(self, sel_keys: tuple[str, ...], break_index: int) -> Event | None:

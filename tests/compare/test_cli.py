@@ -74,6 +74,21 @@ def test_failed_run_still_reports_the_others_and_exits_2(session_file, plugin_di
     assert "cmp_never" in out and "load_failed" in out
 
 
+def test_a_runs_own_settings_are_checked_like_set(session_file, capsys):
+    assert main(["compare", str(session_file), "--engine", "compressor:compression.thresold=0.6",
+                 "--engine", "compressor:compression.threshold=abc", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "run 'compressor[thresold=0.6]': config compression.thresold: unknown key (did you mean" in err
+    assert "run 'compressor[threshold=abc]': config compression.threshold: expected a number" in err
+
+
+def test_a_run_the_host_refuses_to_start_is_not_ok(session_file, capsys):
+    code = main(["compare", str(session_file), "--engine", "compressor",
+                 "--engine", "compressor:model.context_length=30000", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "refused" in out and "below Hermes' minimum of 64000" in err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--engine", "x:"], "nothing after ':'"),
     (["--engine", "x:a=1", "--set", "nokeyvalue"], "key=value"),

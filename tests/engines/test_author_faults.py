@@ -179,3 +179,15 @@ def test_a_plugin_directory_that_offers_nothing_is_said_to(tmp_path: Path, capsy
     assert f"plugin directory {tmp_path / 'plugin'} does not exist" in capsys.readouterr().err
     assert main(["engines", "--plugin-dir", str(root / "context_engine" / "found")]) == 0
     assert f"give its grandparent {root}" in capsys.readouterr().err
+
+
+def test_an_engine_calling_sys_exit_is_a_fault_not_the_end_of_the_program(tmp_path: Path, capsys) -> None:
+    root = plugin(tmp_path / "plugins", "quitter", '''
+    def on_turn_complete(self, messages, **kwargs):
+        import sys
+        sys.exit(3)
+    ''')
+    assert main(["compare", str(session(tmp_path)), "--engine", "compressor", "--engine", "quitter",
+                 "--plugin-dir", str(root), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "on_turn_complete: exception: SystemExit: 3" in out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from inspector.cache.simulator import CacheSimulator
 from inspector.host.replay import replay
 from inspector.trace.model import EV_COMPRESS, EV_SELECT
@@ -67,3 +69,16 @@ def test_the_cache_ttl_counts_from_when_requests_were_sent_not_answered(config):
     # later. Timed by the answers (1500 → 1850) it would be 350 s and look lapsed.
     assert second_turn.cache.reason_kind == "hit", second_turn.cache.reason
     assert second_turn.timestamp == 1850.0, "the request keeps its answer's time"
+
+
+def test_the_estimated_cost_prices_exactly_the_usage_the_engine_was_given(config):
+    from inspector.host.replay import make_simulator
+
+    simulator = make_simulator(config, "anthropic/claude-sonnet-4.5")
+    trace = replay(coding_session(4), CountingEngine(), config, simulator=simulator)
+    for r in trace.requests:
+        u = r.usage
+        expected = simulator.cost(u["cache_read_tokens"], u["cache_write_tokens"], u["input_tokens"],
+                                  u["completion_tokens"])
+        assert r.cache.cost == pytest.approx(expected)
+        assert u["input_tokens"] > 0, "reply priming and tool schemas are priced as input"

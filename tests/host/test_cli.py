@@ -87,11 +87,13 @@ def test_a_saved_trace_and_a_saved_comparison_are_shown_as_recorded(tmp_path, ca
     assert main(["replay", str(saved), "--engine", "compressor"]) == 2
     assert "saved trace" in capsys.readouterr().err
     bundle = tmp_path / "cmp.json.gz"
-    assert main(["compare", str(src), "--engine", "compressor", "--engine", "compressor",
-                 "--out", str(bundle), "--quiet"]) == 0
-    capsys.readouterr()
+    assert main(["compare", str(src), "--engine", "compressor", "--engine", "compressor", "--engine", "nosuch",
+                 "--out", str(bundle), "--quiet"]) == 2
+    compared = capsys.readouterr().out
     assert main(["replay", str(bundle)]) == 0
-    assert "compressor #2:last prompt" in capsys.readouterr().out.splitlines()[0]
+    reopened = capsys.readouterr()
+    assert reopened.out == compared, "a saved comparison reads as compare printed it"
+    assert "run 'nosuch'" in reopened.err and "unknown context engine" in reopened.err
 
 
 def test_faults_are_listed_in_words(tmp_path, capsys):
