@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable
 HEAD_BYTES = 4096
 
 
-def _head(path: str) -> bytes:
+def file_head(path: str) -> bytes:
+    """The first bytes of ``path``, decompressed when it is gzipped."""
     with open(path, "rb") as fh:
         raw = fh.read(HEAD_BYTES)
     if raw[:2] == b"\x1f\x8b":
@@ -68,7 +69,7 @@ def output_problem(path: str, *, inputs: Iterable[str] = (), ours: Callable[[byt
         return f"the folder {parent} is not writable"
     if os.path.isfile(target) and os.path.getsize(target) > 0:
         try:
-            head = _head(target)
+            head = file_head(target)
         except OSError as exc:
             return f"exists and cannot be read ({exc.strerror or exc})"
         if not ours(head):

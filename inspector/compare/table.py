@@ -242,7 +242,8 @@ def counters_at(
         state = trace.state_at(k)
         states.append({**{f: state[f] for f in fields}, "exact": al.has_request(run, row), "event": k})
     for f in fields:
-        deltas = delta_to_first([s[f] if s is not None else None for s in states])
+        # -1 is Hermes' "unknown since the compaction" sentinel, not a count: no delta to or from it
+        deltas = delta_to_first([s[f] if s is not None and s[f] >= 0 else None for s in states])
         for s, d in zip(states, deltas):
             if s is not None:
                 s.setdefault("delta", {})[f] = d

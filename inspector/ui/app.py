@@ -35,11 +35,14 @@ def demo_engines(config_path: str | None) -> list[str]:
 
 
 def _parse_size(text: str | None) -> tuple[int, int]:
+    """``WxH`` for ``--size``; a ValueError that says what is wrong, rather than another size silently."""
     try:
         w, h = (int(v) for v in str(text or "1600x1000").lower().split("x", 1))
-        return max(320, w), max(240, h)
     except ValueError:
-        return 1600, 1000
+        raise ValueError(f"--size {text!r}: expected WIDTHxHEIGHT in pixels, e.g. 1280x800") from None
+    if w <= 0 or h <= 0:
+        raise ValueError(f"--size {text}: width and height must be positive")
+    return w, h
 
 
 def make_app(argv: list[str] | None = None) -> Any:
@@ -93,8 +96,12 @@ def run_gui(args: Any) -> int:
     )
     cursor = getattr(args, "cursor", None)
     if screenshot:
-        return _screenshot(app, window, path, screenshot, cursor, getattr(args, "panel", None),
-                           _parse_size(getattr(args, "size", None)), compare)
+        try:
+            size = _parse_size(getattr(args, "size", None))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return _screenshot(app, window, path, screenshot, cursor, getattr(args, "panel", None), size, compare)
     window.show()
     source = path or (str(DEMO_SESSION) if DEMO_SESSION.exists() else None)
     if source:
@@ -130,6 +137,9 @@ def _screenshot(app: Any, window: Any, path: str | None, out: str, cursor: int |
     window.reset_layout()
     window.show()
     app.processEvents()
+    if (window.width(), window.height()) != tuple(size):
+        print(f"note: the window cannot be {size[0]}x{size[1]}; its smallest size is used: "
+              f"{window.width()}x{window.height()}", file=sys.stderr)
     source = path or (str(DEMO_SESSION) if DEMO_SESSION.exists() else None)
     if source:
         window.open_path(source, sync_replay=True, cursor=cursor or 0, compare=compare or None)

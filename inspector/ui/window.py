@@ -641,12 +641,13 @@ class MainWindow(QMainWindow):
             return
         k = self.cursor.index
         ev = trace.events[k]
-        parts = [f"event {k:,} / {len(trace) - 1:,}", ev.kind]
+        # Short parts, most useful first: the status bar is narrow in a comparison at 1280 px.
+        parts = [f"event {k:,}/{len(trace) - 1:,}", ev.kind]
         if ev.turn is not None:
-            parts.append(f"turn {ev.turn} of 0–{trace.turn_count - 1}")  # turns count from 0, as in the list
+            parts.append(f"turn {ev.turn}/{trace.turn_count - 1}")  # turns count from 0, as in the list
         req = trace.request_at(k)
         if req is not None:
-            parts.append(f"request #{req.index}")
+            parts.append(f"req #{req.index}")
         view = self.compare_view
         if view is not None:
             parts.insert(0, view.label(view.primary))
@@ -1118,6 +1119,8 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # noqa: BLE001
             self.show_message(f"Could not save {path}: {type(exc).__name__}: {exc}")
             return False
+        if self.source_path is not None and self.source_path == self.comparison_path:
+            self.source_path = path  # a saved comparison saved under a new name is now that file
         self.comparison_path = path
         self.modified = False
         self._update_title()
@@ -1203,6 +1206,8 @@ class MainWindow(QMainWindow):
         return path or None
 
     def save(self) -> bool:
+        if self.comparison is not None and self.comparison_path:
+            return self.save_comparison_to(self.comparison_path)  # saved once: Ctrl+S saves again, no dialog
         if self.trace_path is None or self.comparison is not None:
             return self.save_as()
         return self.save_to(self.trace_path)
@@ -1303,17 +1308,17 @@ class MainWindow(QMainWindow):
 
     def _output_problem(self, path: str, *, ours: Callable[[bytes], bool]) -> str | None:
         """Why ``path`` must not be written: above all, it is the session this window opened."""
-        from inspector.outputs import is_saved_file, output_problem
+        from inspector.outputs import file_head, is_saved_file, output_problem
 
         inputs = []
-        if self.source_path and os.path.isfile(self.source_path.rpartition("#")[0] or self.source_path):
+        source = self.source_path
+        if source:
             try:
-                with open(self.source_path, "rb") as fh:
-                    mine = is_saved_file(fh.read(4096))
+                mine = os.path.isfile(source) and is_saved_file(file_head(source))
             except OSError:
                 mine = False
-            if not mine:  # a trace this window opened may be saved over; a session never
-                inputs.append(self.source_path)
+            if not mine:  # a trace or comparison this window opened may be saved over; a session never
+                inputs.append(source)
         return output_problem(path, inputs=inputs, ours=ours)
 
     # -- drag and drop, close, misc -----------------------------------------------------------------------

@@ -10,7 +10,7 @@ from inspector.cache.rules import load_rules
 from inspector.compare import delta_to_first, estimate_cost, parse_specs, run_comparison, summary_table
 from inspector.compare.runs import Comparison, RunResult, RunSpec
 from inspector.compare.table import mark_best
-from inspector.trace.model import CacheInfo
+from inspector.trace.model import STATE_FIELDS, CacheInfo
 
 from .conftest import make_session, synthetic_trace
 
@@ -141,6 +141,25 @@ def test_counters_at_a_row_with_deltas():
     assert states[1]["delta"]["compression_count"] == -1
     assert states[0]["delta"]["compression_count"] is None
     assert states[1]["delta"]["last_prompt_tokens"] == states[1]["last_prompt_tokens"] - states[0]["last_prompt_tokens"]
+
+
+def test_no_delta_is_taken_from_the_reset_sentinel():
+    from inspector.compare import counters_at
+
+    a, b = synthetic_trace([2, 2]), synthetic_trace([2, 2])
+    comp = Comparison(runs=[RunResult(spec=RunSpec("a", (), "a"), trace=a),
+                            RunResult(spec=RunSpec("b", (), "b"), trace=b)])
+    row = 1
+    k = comp.alignment.event_for(0, row)
+    a.state_at(k)  # builds the arrays
+    for run, trace in enumerate((a, b)):
+        trace.events[comp.alignment.event_for(run, row)].state = tuple(
+            -1 if (run == 0 and f == "last_prompt_tokens") else v
+            for f, v in zip(STATE_FIELDS, trace.events[comp.alignment.event_for(run, row)].state))
+        trace.finish()
+    states = counters_at(comp, row)
+    assert states[0]["last_prompt_tokens"] == -1
+    assert states[1]["delta"]["last_prompt_tokens"] is None, "-1 means unknown: +N against it would be made up"
 
 
 def test_a_run_with_more_faults_is_never_best_at_anything_else():

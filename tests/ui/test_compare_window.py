@@ -232,6 +232,12 @@ def test_save_reopen_and_html_report(cwindow, make_window, files, tmp_path: Path
     assert len(other.comparison.alignment.rows) == len(w.comparison.alignment.rows)
     assert [len(p) for p in other.compare_view.compressions()] == [len(p) for p in w.compare_view.compressions()]
     assert other.act["save_comparison"].isEnabled()
+    moved = tmp_path / "renamed.comparison.json.gz"
+    other.ask_comparison_path = lambda suggestion: str(moved)
+    other.save_comparison_dialog()
+    assert "renamed.comparison.json.gz" in other.windowTitle(), "the title names the file it was saved as"
+    other.ask_comparison_path = lambda suggestion: pytest.fail("Ctrl+S after a save asks for no path")
+    assert other.save() and other.comparison_path == str(moved)
 
 
 def test_saving_in_a_comparison_saves_every_run(cwindow, files, tmp_path: Path) -> None:

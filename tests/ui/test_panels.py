@@ -310,6 +310,9 @@ def test_the_cache_line_adds_up_to_the_prompt_the_engine_was_told(demo_trace: Tr
         figures = [int(n.replace(",", "")) for n in re.findall(r"(?:· |read |written |uncached )([\d,]+)", request_summary(req))]
         total, read, written, uncached = figures[:4]
         assert total == req.usage["prompt_tokens"] and read + written + uncached == total
+        blocks = req.cache.read + req.cache.write + req.cache.uncached
+        if total > blocks:  # the strip shows message blocks only: the line says what else there is
+            assert f"incl. {total - blocks:,} for reply priming/tools, outside the blocks" in request_summary(req)
 
 
 def test_the_cache_mini_plots_keep_their_ticks_apart(shown, demo_trace: Trace) -> None:

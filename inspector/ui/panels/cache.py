@@ -216,8 +216,12 @@ def request_summary(req: Any) -> str:
     uncached = max(0, total - read - write)
     rate = read / total if total else 0.0
     cost = f" · cost ${c.cost:.4f}" if c.cost is not None else ""
+    # The strip below shows message blocks only; say what the request holds besides them.
+    blocks_total = c.read + c.write + c.uncached
+    extra = total - blocks_total if c.uncached is not None and total > blocks_total else 0
+    beside = f" (incl. {extra:,} for reply priming/tools, outside the blocks)" if extra else ""
     return (f"Request #{req.index} (turn {req.turn}, call {req.call}) · {total:,} tok · "
-            f"read {read:,} · written {write:,} · uncached {uncached:,} · hit {rate:.0%}{cost}")
+            f"read {read:,} · written {write:,} · uncached {uncached:,}{beside} · hit {rate:.0%}{cost}")
 
 
 def reason_words(c: Any) -> str:
