@@ -98,13 +98,20 @@ class HeaderLegend(pg.LegendItem):
         self.setPreferredWidth(width)
         self.updateGeometry()
 
-    def fit(self, plot_height: float) -> None:
+    def fit(self, plot_height: float, plot_width: float | None = None) -> None:
         """Shown only where the plot has room for it: on a short plot the data matters more
-        (the readout above names the series)."""
+        (the readout above names the series). In a narrow plot the entries wrap onto more rows
+        instead of running past the edge."""
+        if plot_width is not None and self.items:
+            # the text's own width: a laid-out label stretches to its column
+            widest = max(sample.width() + label.item.boundingRect().width() + 13 for sample, label in self.items)
+            columns = max(1, min(len(self.items), int(plot_width // max(widest, 1.0))))
+            if columns != self.columnCount:
+                self.setColumnCount(columns)
         show = plot_height >= _LEGEND_MIN_PLOT_HEIGHT
         if show != self.isVisible():
             self.setVisible(show)
-            self.updateSize()
+        self.updateSize()
 
 
 def legend_above(plot: pg.PlotItem, columns: int = 4) -> pg.LegendItem:

@@ -379,3 +379,21 @@ def test_run_labels_in_plot_legends_are_text_not_markup(qapp) -> None:
     legend = plot.addLegend()
     (item,) = plots.overlay_runs(plot, View(), [np.arange(3, dtype=np.float64)], legend=legend)
     assert item.name() == "&lt;img src=&quot;/etc/passwd&quot;&gt;&lt;b&gt;run&lt;/b&gt;"
+
+
+def test_a_legend_wraps_onto_more_rows_in_a_narrow_plot(qapp) -> None:
+    import pyqtgraph as pg
+
+    from inspector.ui import plots
+
+    plot = pg.PlotItem()
+    legend = plots.legend_above(plot, columns=4)
+    for name in ("compressor", "lcm", "recall"):
+        plots.curve(plot, "#1e88e5", name)
+    wide = max(s.width() + lab.item.boundingRect().width() for s, lab in legend.items) + 13
+    legend.fit(400, wide * 3 + 5)
+    assert legend.columnCount == 3, "room for all three in one row"
+    legend.fit(400, wide * 1.5)
+    assert legend.columnCount == 1, "never past the plot's edge"
+    legend.fit(60, wide * 3 + 5)
+    assert not legend.isVisible(), "a short plot keeps its height for the data"

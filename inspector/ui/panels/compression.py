@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
 from inspector.trace.model import Trace
@@ -72,6 +73,10 @@ class CompressionPanel(CompareAware, Panel):
         layout.addWidget(self.readout)
         layout.addWidget(self.plot_widget, 1)
 
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self.legend.fit(self.plot_widget.height(), self.plot_widget.width())
+
     def x_view(self) -> pg.ViewBox:
         return self.plot.getViewBox()
 
@@ -118,6 +123,7 @@ class CompressionPanel(CompareAware, Panel):
         counts = view.series("compression_count")
         self._run_counts = counts
         self.run_items = plots.overlay_runs(self.plot, view, counts, legend=self.legend, step=True)
+        self.legend.fit(self.plot_widget.height(), self.plot_widget.width())
         spots = []
         for run, points in enumerate(view.compressions()):
             if run not in view.runs:

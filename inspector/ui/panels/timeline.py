@@ -56,7 +56,7 @@ class TimelinePanel(CompareAware, Panel):
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
-        self.legend.fit(self.plot_widget.height())
+        self.legend.fit(self.plot_widget.height(), self.plot_widget.width())
 
     def x_view(self) -> pg.ViewBox:
         return self.plot.getViewBox()
@@ -105,6 +105,7 @@ class TimelinePanel(CompareAware, Panel):
         self.legend.clear()
         for item in [*self.curves.values(), self.threshold, self.context]:
             self.legend.addItem(item, item.name())
+        self.legend.fit(self.plot_widget.height(), self.plot_widget.width())
         plots.set_xy(self.threshold, *step_points(fig.x, fig.threshold))
         plots.set_xy(self.context, *step_points(fig.x, fig.context_length))
         top = float(np.nanmax([np.nanmax(fig.context_length) if fig.n else 0, 1.0]))
@@ -124,6 +125,7 @@ class TimelinePanel(CompareAware, Panel):
             self.legend.removeItem(item)
         self._run_prompt = view.series("prompt_tokens")
         self.run_items = plots.overlay_runs(self.plot, view, self._run_prompt, legend=self.legend)
+        self.legend.fit(self.plot_widget.height(), self.plot_widget.width())
         self.run_items += plots.overlay_runs(self.plot, view, view.series("threshold_tokens"), dashed=True, step=True)
         top = max([float(np.nanmax(a)) for a in self._run_prompt if np.isfinite(a).any()] or [1.0])
         for run, points in enumerate(view.compressions()):
