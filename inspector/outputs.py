@@ -16,14 +16,14 @@ from collections.abc import Callable, Iterable
 HEAD_BYTES = 4096
 
 
-def file_head(path: str) -> bytes:
-    """The first bytes of ``path``, decompressed when it is gzipped."""
+def file_head(path: str, size: int = HEAD_BYTES) -> bytes:
+    """The first ``size`` bytes of ``path``, decompressed when it is gzipped."""
     with open(path, "rb") as fh:
-        raw = fh.read(HEAD_BYTES)
+        raw = fh.read(size)
     if raw[:2] == b"\x1f\x8b":
         try:
             with gzip.open(path, "rb") as gz:
-                return gz.read(HEAD_BYTES)
+                return gz.read(size)
         except (OSError, EOFError):
             return raw
     return raw

@@ -7,12 +7,12 @@ back as an :class:`OpenError` with a sentence a user can act on.
 
 from __future__ import annotations
 
-import gzip
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inspector.outputs import file_head
 from inspector.trace.io import BUNDLE_FORMAT, TRACE_FORMAT, saved_kind_of
 
 KIND_TRACE = "trace"
@@ -39,18 +39,6 @@ class Opened:
     runs: int = 1
 
 
-def _head(path: str, size: int = 4096) -> bytes:
-    with open(path, "rb") as fh:
-        raw = fh.read(size)
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as gz:
-                return gz.read(size)
-        except (OSError, EOFError):
-            return raw
-    return raw
-
-
 def sniff(path: str | os.PathLike[str]) -> str:
     """The kind of file at ``path`` (``state.db#id`` specs count as a database)."""
     spec = os.fspath(path)
@@ -58,13 +46,13 @@ def sniff(path: str | os.PathLike[str]) -> str:
     if not p.exists() and "#" in spec:
         base = spec.rpartition("#")[0]
         if Path(base).exists():
-            return KIND_DB if _head(base, 16).startswith(SQLITE_MAGIC) else KIND_SESSION
+            return KIND_DB if file_head(base, 16).startswith(SQLITE_MAGIC) else KIND_SESSION
     if not p.exists():
         raise OpenError(f"{spec}: no such file")
     if p.is_dir():
         raise OpenError(f"{spec}: is a directory; open a session file, a Hermes state.db or a saved trace")
     try:
-        head = _head(spec)
+        head = file_head(spec)
     except OSError as exc:
         raise OpenError(f"{spec}: cannot read: {exc.strerror or exc}") from None
     if head.startswith(SQLITE_MAGIC):
