@@ -1192,7 +1192,7 @@ class Host:
             asm = self._assembly()
             block_tokens, roles = asm.tiks, asm.roles
         sent = response.sent_at if response.sent_at is not None else response.timestamp
-        cache = self._simulate(sel_keys, block_tokens, sent, completion, roles)
+        cache = self._simulate(sel_keys, block_tokens, sent, roles)
         if response.usage is not None:
             usage = response.usage
         else:
@@ -1539,7 +1539,7 @@ class Host:
 
     # -- cache ------------------------------------------------------------------------------
     def _simulate(self, sel_keys: tuple[str, ...], block_tokens: list[int], timestamp: float | None,
-                  completion: int, roles: list[str]) -> CacheInfo:
+                  roles: list[str]) -> CacheInfo:
         # block_tokens stays empty: it is derivable from the selected list and per-key counts.
         info = CacheInfo(reason_kind="disabled", reason="no cache simulator")
         if self.simulator is None:
