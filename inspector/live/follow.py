@@ -114,6 +114,7 @@ class Follower:
         self._content: tuple[int, str] | None = None
         self._session: Session | None = None
         self._rewritten_noted_at: int | None = None
+        self._warned: set[str] = set()  # reader warnings already noted
         self._closed = False
 
     # -- reading -----------------------------------------------------------------------------
@@ -210,15 +211,16 @@ class Follower:
             self.last_error = "the engine refused to start (context length below Hermes' minimum?); see the trace"
             return 0
         turns = session.turns
-        self._check_rewrites(session)
+        self._note_warnings(session)
+        start = self._first_new_turn(session)
         complete = len(turns) - 1
         if quiet and turn_is_final(session, turns[-1]):
             complete = len(turns)
         added = 0
         calls = {c.message_index: c for c in session.api_calls}
         with activated(self.loaded):
-            while self.played < complete:
-                self._play(session, turns[self.played], calls)
+            for index in range(start, complete):
+                self._play(session, turns[index], calls)
                 self.played += 1
                 added += 1
         if added:
@@ -227,23 +229,37 @@ class Follower:
             self.host.trace.finish()
         return added
 
-    def _check_rewrites(self, session: Session) -> None:
-        """Note once when turns already replayed no longer match the source (compaction, rewind)."""
+    def _first_new_turn(self, session: Session) -> int:
+        """The source's first turn not replayed yet.
+
+        Normally the turns after those already played. When the source was rewritten, truncated
+        or replaced (a rotated log), the new turns are the ones after the last turn the replay
+        already holds: a replaced file's turns are all new, and turns a rewrite dropped and then
+        wrote again are played, not skipped. Noted once per rewrite.
+        """
         assert self.host is not None
-        limit = min(self.played, len(session.turns))
-        for i in range(limit):
-            turn = session.turns[i]
-            first = session.messages[turn.start] if turn.start < len(session.messages) else None
-            if _message_digest(first) != self._turn_digests[i]:
-                if self._rewritten_noted_at != i:
-                    self._rewritten_noted_at = i
-                    self.host.note(f"the source rewrote turn {i} after it was replayed (compaction, rewind or edit); "
-                                   "replayed turns are kept, new turns continue after them", turn=i)
-                return
-        if self.played > len(session.turns) and self._rewritten_noted_at != -1:
-            self._rewritten_noted_at = -1
-            self.host.note(f"the source now holds {len(session.turns)} turns, fewer than the {self.played} replayed; "
-                           "waiting for new turns", turns=len(session.turns))
+        digests = [_message_digest(session.messages[t.start] if t.start < len(session.messages) else None)
+                   for t in session.turns]
+        played = len(self._turn_digests)
+        if digests[:played] == self._turn_digests:
+            return played
+        known = set(self._turn_digests)
+        start = max((i + 1 for i, d in enumerate(digests) if d in known), default=0)
+        if self._rewritten_noted_at != start:
+            self._rewritten_noted_at = start
+            self.host.note(f"the source was rewritten or replaced (it now holds {len(digests)} turns, {played} were "
+                           f"replayed from it); replayed turns are kept, and its turns from {start} on are new",
+                           turns=len(digests), new_from=start)
+        self._turn_digests = digests[:start]  # the source's turns the replay holds, from now on
+        return start
+
+    def _note_warnings(self, session: Session) -> None:
+        """What the reader had to skip (a torn line in the middle, say), once each, as replay shows it."""
+        assert self.host is not None
+        for warning in session.warnings:
+            if warning not in self._warned:
+                self._warned.add(warning)
+                self.host.note(f"reading the source: {warning}")
 
     def _play(self, session: Session, turn: Turn, calls: dict[int, ApiCall]) -> None:
         """One turn, exactly as :func:`inspector.host.replay.replay` feeds it to the host."""

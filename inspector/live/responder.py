@@ -31,7 +31,7 @@ from typing import Any
 
 from inspector.config import cfg_get
 from inspector.host.responders import ProviderResponse
-from inspector.llm.secrets import scrub_text
+from inspector.llm.secrets import scrub_strings, scrub_text
 from inspector.usage import normalize_usage
 
 NO_KEY_PLACEHOLDER = "not-needed"
@@ -406,9 +406,8 @@ class LiveResponder:
         sent = time.time()
         reply, attempts = self._call_with_retries(request, tools)
         self._calls += 1
-        message = reply.message()
-        if isinstance(message.get("content"), str):  # an endpoint echoing its key must not put it in the trace
-            message["content"] = scrub_text(message["content"], os.environ.get(self.settings.api_key_env or ""))
+        # An endpoint echoing its key (in text, tool-call arguments or reasoning) must not put it in the trace.
+        message = scrub_strings(reply.message(), os.environ.get(self.settings.api_key_env or ""))
         self._done = not message.get("tool_calls")
         raw = _usage_dict(reply.usage)
         usage = normalize_usage(raw) if raw else None
@@ -578,8 +577,8 @@ class LiveResponder:
                 if isinstance(text, str) and text:
                     reply.text.append(text)
                     if self._on_delta is not None:
-                        try:
-                            self._on_delta(text)
+                        try:  # shown as it streams: a key echoed whole in one delta is masked on screen too
+                            self._on_delta(scrub_text(text, os.environ.get(self.settings.api_key_env or "")))
                         except Exception:
                             pass
                 thought = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)

@@ -50,6 +50,11 @@ def _scrub_value(value: Any, secrets: tuple[str | None, ...], depth: int = 0) ->
     return value
 
 
+def scrub_strings(value: Any, *extra: str | None) -> Any:
+    """A copy of ``value`` (dicts and lists, a few levels deep) with :func:`scrub_text` applied to every string."""
+    return _scrub_value(value, extra)
+
+
 def scrub_exception(exc: BaseException, *extra: str | None) -> BaseException:
     """Mask keys in an exception's message and body in place, so whoever formats it sees none.
 

@@ -151,3 +151,15 @@ def test_public_values_mask_credentials_however_they_are_written():
     assert shown["mcp_servers"]["gh"]["args"] == ["--token", "***", "--verbose"]
     assert shown["auxiliary"]["compression"]["api_key_env"] == "AUX_KEY", "the variable's name is not a secret"
     assert set(config_secrets(config)) >= {"Bearer abcdefgh12345", "xk-abcdefgh"}
+
+
+def test_every_string_of_a_reply_is_scrubbed_tool_call_arguments_included(monkeypatch):
+    from inspector.llm.secrets import scrub_strings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-SECRETKEY-123456")
+    message = {"role": "assistant", "content": "ok", "reasoning": "saw Bearer sk-SECRETKEY-123456",
+               "tool_calls": [{"id": "c1", "type": "function",
+                               "function": {"name": "grep", "arguments": '{"q": "Bearer sk-SECRETKEY-123456"}'}}]}
+    cleaned = scrub_strings(message)
+    assert "SECRETKEY" not in repr(cleaned) and cleaned["tool_calls"][0]["function"]["name"] == "grep"
+    assert "SECRETKEY" in repr(message), "the original is left as it was"

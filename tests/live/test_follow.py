@@ -185,3 +185,44 @@ def test_cli_follow_writes_the_trace_when_it_ends(tmp_path, capsys):
     assert trace.meta["mode"] == "follow" and len(trace.requests) == 1
     assert main(["follow", str(path), "--out", str(tmp_path / "no" / "t.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def _pairs(numbers: list[int]) -> str:
+    rows = []
+    for n in numbers:
+        rows += [{"role": "user", "content": f"question {n}"}, {"role": "assistant", "content": f"answer {n}"}]
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def _asked(follower: Follower) -> list[str]:
+    trace = follower.trace
+    assert trace is not None
+    return [trace.request_messages(r)[-1]["content"] for r in trace.requests]
+
+
+def test_a_rewritten_or_replaced_source_goes_on_with_its_new_turns(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(_pairs([1, 2, 3]) + json.dumps({"role": "user", "content": "question 4"}) + "\n", encoding="utf-8")
+    follower = Follower(path, NotesEngine(), load_config(None), interval=0.05)
+    assert follower.poll() == 3
+    path.write_text(_pairs([1, 2, 7, 8]) + json.dumps({"role": "user", "content": "question 9"}) + "\n",
+                    encoding="utf-8")  # rewritten in place: the first two kept, then new turns
+    follower.poll()
+    assert _asked(follower) == [f"question {n}" for n in (1, 2, 3, 7, 8)], "turns after the rewrite are not skipped"
+    path.write_text(_pairs([100, 101]) + json.dumps({"role": "user", "content": "question 102"}) + "\n",
+                    encoding="utf-8")  # a rotated log: a different file at the same path
+    follower.poll()
+    assert _asked(follower)[-2:] == ["question 100", "question 101"]
+    notes = [e.note for e in follower.trace.events if e.kind == "host_note"]
+    assert any("rewritten or replaced" in (n or "") for n in notes)
+    follower.close()
+
+
+def test_lines_the_reader_skipped_are_noted_as_a_replay_warns(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(_pairs([1]) + '{"role": "user", "content": "torn\n' + _pairs([2, 3]), encoding="utf-8")
+    follower = Follower(path, NotesEngine(), load_config(None), interval=0.05)
+    follower.poll()
+    notes = [e.note or "" for e in follower.trace.events if e.kind == "host_note"]
+    assert any(n.startswith("reading the source: line 3: skipped, not valid JSON") for n in notes)
+    follower.close()
