@@ -55,6 +55,10 @@ def run_engines(session: Any, names: list[str], config: dict, plugin_dirs: list[
         try:
             traces.append(replay(session, loaded, config, progress=_progress(name, quiet), label=name))
         except Exception as exc:
+            from inspector.cli import _is_user_error
+
+            if _is_user_error(exc):  # a setting (cache profile, tokenizer): said as the setting's error
+                raise
             # The host guards every hook; what escapes is the engine failing where Hermes would
             # crash too (a property that raises, a registered object that is no engine).
             raise ReplayCrashed(name, exc) from exc

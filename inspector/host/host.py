@@ -122,6 +122,9 @@ HOST_DIFFERENCES = [
     "more timeout for it (a replay reaches it in milliseconds, the agent after a provider call), and while it "
     "still runs every pass is skipped: two passes never overlap. What it changes in the engine when it "
     "finishes is undone.",
+    "Each run has its own sandbox as Hermes' home (get_hermes_home); the HERMES_HOME environment variable "
+    "points at one private folder shared by all runs of the process, so engines that read the variable "
+    "directly share state across the runs of a comparison and their files there are not listed.",
     "The summariser's window for Hermes' first-compaction feasibility check comes only from "
     "auxiliary.compression.context_length (Hermes also looks it up from the provider); without it the "
     "check is skipped.",

@@ -27,6 +27,19 @@ def split_spec(path_or_spec: str | os.PathLike[str]) -> tuple[str, str | None]:
     return spec, None
 
 
+def _not_a_saved_trace(path: str) -> None:
+    """A trace or comparison the inspector saved is not a transcript: say so, rather than that it
+    lacks a 'messages' list (it has one, of another kind)."""
+    from inspector.trace.io import BUNDLE_FORMAT, saved_kind
+
+    kind = saved_kind(path) if os.path.isfile(path) else None
+    if kind is not None:
+        what = "comparison" if kind == BUNDLE_FORMAT else "trace"
+        raise ReaderError(f"is a saved {what}, not a transcript: open it in the window or show it with "
+                          "`context-inspector replay FILE`; to replay with engines, give the session it was made from",
+                          path=path)
+
+
 def _format_for(path: str, fmt: str | None) -> str:
     if fmt is None:
         return detect_format(path)
@@ -42,6 +55,7 @@ def load_session(path_or_spec: str | os.PathLike[str], *, format: str | None = N
     """
     path, spec_id = split_spec(path_or_spec)
     session_id = session_id if session_id is not None else spec_id
+    _not_a_saved_trace(path)
     fmt = _format_for(path, format)
     if fmt == "hermes-db":
         from inspector.sessions.readers import hermes_db
@@ -103,6 +117,7 @@ def list_sessions(
     What had to be skipped (damaged lines, unusable entries) is appended to ``warnings``.
     """
     path, _ = split_spec(path)
+    _not_a_saved_trace(path)
     fmt = _format_for(path, format)
     if fmt == "hermes-db":
         from inspector.sessions.readers import hermes_db

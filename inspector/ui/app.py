@@ -141,9 +141,18 @@ def _screenshot(app: Any, window: Any, path: str | None, out: str, cursor: int |
         print(f"note: the window cannot be {size[0]}x{size[1]}; its smallest size is used: "
               f"{window.width()}x{window.height()}", file=sys.stderr)
     source = path or (str(DEMO_SESSION) if DEMO_SESSION.exists() else None)
-    if source:
-        window.open_path(source, sync_replay=True, cursor=cursor or 0, compare=compare or None)
-    else:
+
+    def no_picker(summaries: list[Any], db: str) -> None:  # nobody can answer a dialog offscreen
+        ids = ", ".join(str(getattr(s, "id", s)) for s in summaries[-20:])
+        print(f"error: {db} holds {len(summaries)} sessions; pick one with {Path(db).name}#<id> ({ids})", file=sys.stderr)
+
+    window.pick_session = no_picker
+    if source and not window.open_path(source, sync_replay=True, cursor=cursor or 0, compare=compare or None):
+        if window.message_bar.text():
+            print(window.message_bar.text(), file=sys.stderr)
+        window.close()
+        return 2  # nothing of what was asked for to picture
+    if not source:
         window.show_message(f"The bundled demo ({DEMO_SESSION}) is missing; nothing to show.", "info")
     if cursor is not None and window.trace is not None:
         window.cursor.set(cursor)

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inspector.outputs import is_html_report, is_image, is_saved_file
 from inspector.trace.model import Mark, Trace
 from inspector.ui import dialogs, loaders, theme
 from inspector.ui.compare import CompareRequest, CompareRunner, CompareView, ask_specs
@@ -1108,7 +1109,7 @@ class MainWindow(QMainWindow):
         """Write every run (with its bookmarks) and the specs into one file that File → Open reads back."""
         if self.comparison is None:
             return False
-        problem = self._output_problem(path, ours=lambda head: True)
+        problem = self._output_problem(path, ours=is_saved_file)
         if problem:
             self.show_message(f"Not saving to {path}: {problem}")
             return False
@@ -1140,7 +1141,7 @@ class MainWindow(QMainWindow):
         """The self-contained HTML report of the comparison (escaped text, no scripts)."""
         if self.comparison is None:
             return False
-        problem = self._output_problem(path, ours=lambda head: True)
+        problem = self._output_problem(path, ours=is_html_report)
         if problem:
             self.show_message(f"Not writing {path}: {problem}")
             return False
@@ -1229,7 +1230,7 @@ class MainWindow(QMainWindow):
         trace = self.trace
         if trace is None:
             return False
-        problem = self._output_problem(path, ours=lambda head: True)
+        problem = self._output_problem(path, ours=is_saved_file)
         if problem:
             self.show_message(f"Not saving to {path}: {problem}")
             return False
@@ -1289,7 +1290,7 @@ class MainWindow(QMainWindow):
         ``QPixmap.save`` empties an existing file before it finds it cannot encode the format,
         so the image goes to a temporary file first and replaces ``path`` only once written.
         """
-        problem = self._output_problem(path, ours=lambda head: True)
+        problem = self._output_problem(path, ours=is_image)
         if problem:
             self.show_message(f"Not writing {path}: {problem}")
             return False
@@ -1307,10 +1308,11 @@ class MainWindow(QMainWindow):
                 os.remove(tmp)
 
     def _output_problem(self, path: str, *, ours: Callable[[bytes], bool]) -> str | None:
-        """Why ``path`` must not be written: above all, it is the session this window opened."""
+        """Why ``path`` must not be written: the session this window opened, its config, or a file
+        the inspector did not write (the save dialog's overwrite question is no guard for those)."""
         from inspector.outputs import file_head, is_saved_file, output_problem
 
-        inputs = []
+        inputs = [self.config_path] if self.config_path else []
         source = self.source_path
         if source:
             try:

@@ -149,3 +149,10 @@ def test_reading_warnings_beyond_twenty_are_counted_and_all_are_in_json(tmp_path
     assert err.count("warning: line") == 20 and "… and 5 more reading warning(s); --json lists them all" in err
     assert main(["replay", str(src), "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["session"]["warnings"]) == 25
+
+
+def test_a_setting_that_names_no_cache_profile_is_one_error_line_not_a_crash(tmp_path, capsys):
+    src = write_session(tmp_path / "s.json")
+    assert main(["replay", str(src), "--set", "inspector.cache_profile=bogus", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown cache profile 'bogus'") and "crashed" not in err

@@ -64,3 +64,14 @@ def test_terminal_control_characters_from_a_transcript_are_printed_visibly(tmp_p
     assert main(["sessions", str(path)]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\\x1b" in out
+
+
+def test_a_saved_trace_is_named_as_one_not_as_a_broken_transcript(tmp_path: Path, capsys):
+    src = tmp_path / "s.json"
+    src.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]),
+                   encoding="utf-8")
+    trace = tmp_path / "t.trace.json"
+    assert main(["replay", str(src), "--out", str(trace), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["sessions", str(trace)]) == 2
+    assert "is a saved trace, not a transcript" in capsys.readouterr().err

@@ -500,3 +500,37 @@ def test_images_and_saves_never_replace_the_open_session(window, tmp_path: Path)
     notes.write_text("my notes", encoding="utf-8")
     assert _screenshot(None, None, str(session), str(notes), None, None, (800, 600)) == 2
     assert notes.read_text(encoding="utf-8") == "my notes", "an unknown image format never truncates a file"
+
+
+def test_saving_never_replaces_the_config_or_a_file_the_inspector_did_not_write(make_window, tmp_path: Path) -> None:
+    config = tmp_path / "cfg.yaml"
+    config.write_text("compression:\n  threshold: 0.6\n", encoding="utf-8")
+    window = make_window(config_path=str(config))
+    assert window.open_path(str(_tiny_session(tmp_path)), sync_replay=True)
+    foreign = tmp_path / "foreign.trace.json"
+    foreign.write_text("my own notes", encoding="utf-8")
+    for target in (config, foreign):
+        window.ask_save_path = lambda suggestion, target=target: str(target)
+        assert not window.save_as()
+        assert "Not saving" in window.message_bar.text()
+    assert config.read_text(encoding="utf-8").startswith("compression") and foreign.read_text() == "my own notes"
+
+
+def test_the_arrow_keys_step_the_cursor_as_soon_as_the_window_opens(window, tmp_path: Path) -> None:
+    window.show()
+    assert window.open_path(str(_tiny_session(tmp_path)), sync_replay=True)
+    QApplication.processEvents()
+    assert QApplication.focusWidget() is not window.panels["events"].filter_edit
+
+
+def test_a_screenshot_of_what_cannot_be_opened_fails_instead_of_picturing_an_empty_window(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(root))
+    done = subprocess.run([sys.executable, "-m", "inspector.cli", "--screenshot", str(tmp_path / "x.png"),
+                           str(tmp_path / "missing.jsonl")], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no such file" in done.stderr
+    assert not (tmp_path / "x.png").exists()

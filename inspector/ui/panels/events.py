@@ -53,6 +53,8 @@ class EventsPanel(Panel):
         self.filter_edit = QLineEdit()
         self.filter_edit.setPlaceholderText("Filter events (text, kind, event #)…")
         self.filter_edit.setClearButtonEnabled(True)
+        # Not the first focus when the window opens: the arrow keys must step the cursor at once.
+        self.filter_edit.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.quick: dict[str, QToolButton] = {}
         quick_row = QHBoxLayout()
         quick_row.setContentsMargins(0, 0, 0, 0)
