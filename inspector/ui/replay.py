@@ -284,6 +284,8 @@ class ReplayBar(QWidget):
         super().__init__(parent)
         self.engine_combo = QComboBox()
         self.engine_combo.setEditable(True)
+        # Not the first focus when the window opens: the arrow keys must step the cursor at once.
+        self.engine_combo.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.engine_combo.setMinimumWidth(150)
         self.engine_combo.setToolTip("Engine to replay the session with (built-in or plugin name)")
         self.config_label = QLabel("config: defaults")

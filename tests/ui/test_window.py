@@ -516,11 +516,12 @@ def test_saving_never_replaces_the_config_or_a_file_the_inspector_did_not_write(
     assert config.read_text(encoding="utf-8").startswith("compression") and foreign.read_text() == "my own notes"
 
 
-def test_the_arrow_keys_step_the_cursor_as_soon_as_the_window_opens(window, tmp_path: Path) -> None:
-    window.show()
-    assert window.open_path(str(_tiny_session(tmp_path)), sync_replay=True)
-    QApplication.processEvents()
-    assert QApplication.focusWidget() is not window.panels["events"].filter_edit
+def test_the_arrow_keys_step_the_cursor_as_soon_as_the_window_opens(window) -> None:
+    from PySide6.QtCore import Qt
+
+    # Text fields take the arrow keys; the ones in the window's tab chain would get the first focus.
+    for field in (window.panels["events"].filter_edit, window.replay_bar.engine_combo):
+        assert field.focusPolicy() == Qt.FocusPolicy.ClickFocus, type(field).__name__
 
 
 def test_a_screenshot_of_what_cannot_be_opened_fails_instead_of_picturing_an_empty_window(tmp_path: Path) -> None:
