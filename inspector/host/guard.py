@@ -16,6 +16,7 @@ import ctypes
 import itertools
 import queue
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -72,6 +73,7 @@ class Watchdog:
         self._lock = threading.Lock()
         self._active: dict[int, tuple[float, int]] = {}  # thread id -> (deadline (monotonic), token)
         self._fired: dict[int, int] = {}  # thread id -> token of the arming that was interrupted
+        self._stacks: dict[int, str] = {}  # thread id -> where its hook was when the watchdog fired
         self._tokens = itertools.count(1)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -96,6 +98,7 @@ class Watchdog:
                         if self._active.get(tid) is not entry:
                             del self._fired[tid]  # disarmed meanwhile: stand down
                             continue
+                        self._stacks[tid] = stack_of_thread(tid)
                         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(HookTimeout))
                         if tid == _WAKE["thread"]:
                             signal.pthread_kill(tid, _WAKE_SIGNAL)  # ends a blocking system call
@@ -122,6 +125,26 @@ class Watchdog:
         # clear it so it cannot surface in host code.
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
         return entry is None or entry[1] == token
+
+    def stack_at_deadline(self) -> str | None:
+        """Where this thread's hook was when the watchdog fired (once; None if it never fired)."""
+        if not self._stacks:
+            return None
+        with self._lock:
+            return self._stacks.pop(threading.get_ident(), None)
+
+
+def stack_of_thread(tid: int | None) -> str | None:
+    """The current stack of another thread, formatted like a traceback.
+
+    A hook that overran is still running (or blocked) somewhere in the engine; its stack at
+    the deadline is what tells the author which line never finished, so a timeout fault
+    carries it as its traceback and names the engine's file and line like any other fault.
+    """
+    frame = sys._current_frames().get(tid) if tid is not None else None
+    if frame is None:
+        return None
+    return "Stack at the deadline (most recent call last):\n" + "".join(traceback.format_stack(frame))
 
 
 _WATCHDOG = Watchdog()
@@ -165,14 +188,16 @@ def call_inline(fn: Callable[..., Any], *args: Any, timeout: float | None = None
             fired = _WATCHDOG.disarm() if armed else False
         if fired:
             took = time.perf_counter() - start
-            return CallOutcome(fault=Fault("timeout", _overrun(timeout, took) + "; result discarded"),
+            return CallOutcome(fault=Fault("timeout", _overrun(timeout, took) + "; result discarded",
+                                           _WATCHDOG.stack_at_deadline()),
                                duration=took, thread=threading.current_thread().name)
         return CallOutcome(value=value, duration=time.perf_counter() - start)  # inline: the caller's thread
-    except HookTimeout:
+    except HookTimeout as exc:
         if armed:
             _WATCHDOG.disarm()  # the interrupt landed before the finally clause could disarm
         took = time.perf_counter() - start
-        return CallOutcome(fault=Fault("timeout", _overrun(timeout, took)), duration=took,
+        where = _WATCHDOG.stack_at_deadline() or exception_fault(exc).traceback
+        return CallOutcome(fault=Fault("timeout", _overrun(timeout, took), where), duration=took,
                            thread=threading.current_thread().name)
     except (Exception, SystemExit) as exc:  # engine code: anything can happen, sys.exit() included
         return CallOutcome(fault=exception_fault(exc), duration=time.perf_counter() - start, thread=threading.current_thread().name)
@@ -241,11 +266,12 @@ COMPRESS_POOL = DaemonPool()
 def call_on_pool(fn: Callable[[], Any], timeout: float | None) -> CallOutcome:
     """Run ``fn`` on a pooled daemon thread and wait at most ``timeout`` seconds."""
     start = time.perf_counter()
-    holder: dict[str, str] = {}
+    holder: dict[str, Any] = {}
     context = contextvars.copy_context()  # Hermes propagates ContextVars to the worker
 
     def job() -> Any:
         holder["thread"] = threading.current_thread().name
+        holder["ident"] = threading.get_ident()
         return context.run(fn)
 
     fut = COMPRESS_POOL.submit(job)
@@ -255,7 +281,8 @@ def call_on_pool(fn: Callable[[], Any], timeout: float | None) -> CallOutcome:
         value = fut.result(timeout=timeout if timeout and timeout > 0 else None)
     except FutureTimeout:
         return CallOutcome(
-            fault=Fault("timeout", f"compress did not finish within {timeout:g} s; the result will be discarded"),
+            fault=Fault("timeout", f"compress did not finish within {timeout:g} s; the result will be discarded",
+                        stack_of_thread(holder.get("ident"))),
             duration=time.perf_counter() - start,
             thread=holder.get("thread", ""),
             abandoned=fut,

@@ -78,6 +78,9 @@ def test_a_compress_past_the_timeout_is_discarded(config, nocache):
     trace = replay(coding_session(4), Slow(), config, simulator=nocache)
     evs = compress_events(trace)
     assert evs and all(e.fault is not None and e.fault.kind == "timeout" for e in evs)
+    # Still running when the host gave up: the fault says where (the pool thread's stack).
+    assert all("time.sleep(1.0)" in e.fault.traceback and e.fault.where.startswith(f"{__file__}:")
+               and e.fault.where.endswith(" in compress") for e in evs)
     assert not committed(trace)
     # Hermes restores the allow-listed fields, so compression_count does not move.
     assert trace.state_at(len(trace) - 1)["compression_count"] == 0

@@ -143,6 +143,28 @@ def test_a_hanging_hook_is_interrupted(config, nocache):
     faults = [trace.events[i].fault for i in trace.fault_events]
     assert faults and all(f.kind == "timeout" for f in faults)
     assert len(trace.requests) == 2
+    # The fault names the engine line that never finished, like any other fault.
+    assert all(f.where.startswith(f"{__file__}:") and f.where.endswith(" in update_from_response") for f in faults)
+
+
+def test_a_timeout_on_a_worker_thread_names_where_the_hook_was_blocked(config, nocache):
+    """Off the main thread nothing ends a blocking call; the fault still says which call it was."""
+    import threading
+
+    config["inspector"]["hook_timeout_seconds"] = 0.2
+
+    class Blocks(CountingEngine):
+        def should_compress(self, prompt_tokens=None):
+            time.sleep(0.6)  # one C call: the interrupt lands only when it returns
+            return False
+
+    out = {}
+    worker = threading.Thread(target=lambda: out.update(trace=replay(coding_session(1), Blocks(), config, simulator=nocache)))
+    worker.start()
+    worker.join(30)
+    faults = [out["trace"].events[i].fault for i in out["trace"].fault_events]
+    assert faults and all(f.kind == "timeout" for f in faults)
+    assert all("time.sleep(0.6)" in f.traceback and f.where.endswith(" in should_compress") for f in faults)
 
 
 def test_a_hook_that_keeps_timing_out_is_not_called_again(config, nocache):
