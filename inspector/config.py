@@ -6,6 +6,7 @@ deep-merged underneath (Hermes does the same), and YAML is read with ``safe_load
 
 from __future__ import annotations
 
+import argparse
 import copy
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,27 @@ def print_config_warnings(config: dict[str, Any]) -> None:
 
     for warning in config_warnings(config):
         print(f"warning: config {warning}", file=sys.stderr)
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--config`` and ``--set``, so every command that replays takes them alike."""
+    parser.add_argument("--config", help="config.yaml (Hermes keys + inspector section)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config value, e.g. compression.threshold=0.6 (repeatable)")
+
+
+def command_config(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The config :func:`add_config_arguments`' options name, its warnings shown; None (the error
+    said on stderr) when the file or a ``--set`` is wrong, so each command errs the same way."""
+    import sys
+
+    try:
+        config = load_config(args.config, parse_set_option(args.set))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    print_config_warnings(config)
+    return config
 
 
 def cfg_get(config: dict[str, Any], dotted: str, default: Any = None) -> Any:

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from inspector.config import add_config_arguments
 from inspector.engines.stdout_guard import stdout_to_stderr
 from inspector.outputs import output_problem
 
@@ -16,9 +17,7 @@ HELP = "Replay a session through one or more context engines and print a per-tur
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", help="transcript file, Hermes state.db[#session id], or a saved trace")
     parser.add_argument("--engine", action="append", default=[], help="engine name (repeat for side by side)")
-    parser.add_argument("--config", help="config.yaml (Hermes keys + inspector section)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value, e.g. compression.threshold=0.6")
+    add_config_arguments(parser)
     parser.add_argument("--plugin-dir", action="append", default=[], help="extra plugin directory")
     parser.add_argument("--format", help="transcript format (skip detection)")
     parser.add_argument("--session-id", help="session to load from a multi-session source")
@@ -99,6 +98,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+NO_REPLY = "no reply: no provider call"
+
+
 def print_turn_table(traces: list, names: list[str], out=None) -> None:
     out = out or sys.stdout
     from inspector.trace.summary import per_turn_rows
@@ -112,8 +114,9 @@ def print_turn_table(traces: list, names: list[str], out=None) -> None:
         rows = []
         for turn in turns:
             r = tables[0][turn]
-            rows.append([turn, r["requests"], r.get("prompt"), r.get("rough"), r.get("recorded"), r.get("threshold"),
-                         r.get("compression_count"), r["cache_read"], r["cache_write"], r["faults"], r["miss"][:70]])
+            rows.append([turn, r["requests"], r["prompt"], r["rough"], r["recorded"], r["threshold"],
+                         r["compression_count"], r["cache_read"], r["cache_write"], r["faults"],
+                         r["miss"][:70] if r["reply"] else NO_REPLY])
     else:
         header = ["turn"]
         for n in names:
@@ -124,8 +127,14 @@ def print_turn_table(traces: list, names: list[str], out=None) -> None:
             for table in tables:
                 r = table.get(turn, {})
                 row += [r.get("prompt"), r.get("compression_count"), r.get("cache_read")]
-            rows.append(row)
-    _print_table(header, rows, out)
+            # Runs replay the same transcript: a turn it leaves unanswered is unanswered in each.
+            silent = any(turn in table and not table[turn]["reply"] for table in tables)
+            rows.append(row + [NO_REPLY if silent else ""])
+        if any(row[-1] for row in rows):
+            header.append("note")
+        else:
+            rows = [row[:-1] for row in rows]
+    _print_table(header, rows, out, left=(-1,) if header[-1] in ("note", "first miss reason") else ())
 
 
 def _print_table(header: list[str], rows: list[list[Any]], out, left: tuple[int, ...] = (-1,)) -> None:
@@ -159,18 +168,15 @@ def print_summary(traces: list, names: list[str], out=None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector.config import ConfigError, load_config, parse_set_option, print_config_warnings
+    from inspector.config import command_config
     from inspector.engines.discovery import EngineLoadError
     from inspector.host.replay import model_note
     from inspector.sessions import load_session, require_conversation
     from inspector.sessions.model import ReaderError
 
-    try:
-        config = load_config(args.config, parse_set_option(args.set))
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    config = command_config(args)
+    if config is None:
         return 2
-    print_config_warnings(config)
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     engines = args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]
     names = unique_labels(engines)

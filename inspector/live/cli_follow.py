@@ -12,16 +12,19 @@ import sys
 import threading
 from typing import Any, TextIO
 
+from inspector.config import add_config_arguments
+
 HELP = "Follow a session another program is writing (Hermes state.db[#id] or a growing JSONL) and replay new turns"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", help="Hermes state.db (optionally state.db#SESSION_ID) or a JSONL transcript")
     parser.add_argument("--engine", default=None, help="engine to replay with (default: context.engine from config)")
-    parser.add_argument("--config", default=None, help="config.yaml (Hermes keys + inspector section)")
+    add_config_arguments(parser)
     parser.add_argument("--plugin-dir", action="append", default=[], help="extra plugin directory")
     parser.add_argument("--format", default=None, help="source format, when detection needs help")
-    parser.add_argument("--session", default=None, help="session id inside a state.db (same as SOURCE#ID)")
+    parser.add_argument("--session-id", "--session", dest="session_id", default=None,
+                        help="session id inside a state.db (same as SOURCE#ID); --session is an alias")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between polls (default 1)")
     parser.add_argument("--max-seconds", type=float, default=None, help="stop after this many seconds")
     parser.add_argument("--out", default=None,
@@ -52,18 +55,15 @@ def turn_line(trace: Any, turn: int) -> str:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from inspector.config import ConfigError, load_config, print_config_warnings
+    from inspector.config import command_config
     from inspector.engines.discovery import EngineLoadError, load_engine
     from inspector.live.follow import Follower
     from inspector.outputs import output_problem
 
     out = out or sys.stdout
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    config = command_config(args)
+    if config is None:
         return 2
-    print_config_warnings(config)
     problem = output_problem(args.out, inputs=[args.source, args.config or ""]) if args.out else None
     if problem:
         print(f"error: --out {args.out}: {problem}", file=sys.stderr)
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except EngineLoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    follower = Follower(args.source, loaded, config, format=args.format, session_id=args.session,
+    follower = Follower(args.source, loaded, config, format=args.format, session_id=args.session_id,
                         interval=args.interval, label=args.engine)
     printed = {"turns": 0, "error": None}
     name = getattr(loaded.info, "name", None) or args.engine or "engine"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inspector.trace.model import EV_COMPRESS, Trace
+from inspector.trace.model import EV_COMPRESS, EV_TURN, Trace
 
 # (key, label, better) — better is "low", "high" or None (not ranked)
 SUMMARY_ROWS: list[tuple[str, str, str | None]] = [
@@ -51,12 +51,17 @@ def summarise(trace: Trace) -> dict[str, Any]:
 
 
 def per_turn_rows(trace: Trace) -> list[dict[str, Any]]:
-    """One row per turn: the turn's last request figures, cache sums, first miss reason, faults."""
-    rows: dict[int, dict[str, Any]] = {}
+    """One row per turn the trace played: the turn's last request figures, cache sums, first miss
+    reason, faults. A turn without a provider call (its user message got no reply: an interrupted
+    turn) has a row too, with ``reply`` False and no request figures, so the rows count what the
+    progress line counted."""
+    rows: dict[int, dict[str, Any]] = {
+        e.turn: _blank_row(e.turn) for e in trace.events if e.kind == EV_TURN and e.turn is not None
+    }
     for r in trace.requests:
-        row = rows.setdefault(r.turn, {"turn": r.turn, "requests": 0, "cache_read": 0, "cache_write": 0,
-                                       "miss": "", "faults": 0})
+        row = rows.setdefault(r.turn, _blank_row(r.turn))
         row["requests"] += 1
+        row["reply"] = True
         row["prompt"] = r.tokens.get("tiktoken", 0)
         row["rough"] = r.tokens.get("rough", 0)
         row["recorded"] = (r.recorded or {}).get("prompt_tokens")
@@ -64,15 +69,22 @@ def per_turn_rows(trace: Trace) -> list[dict[str, Any]]:
         row["cache_write"] += r.usage.get("cache_write_tokens", 0)
         if not row["miss"] and r.cache.reason_kind not in ("hit", "disabled", ""):
             row["miss"] = r.cache.reason
-        state = trace.state_at(r.event)
-        row["threshold"] = state["threshold_tokens"]
+        row["threshold"] = trace.state_at(r.event)["threshold_tokens"]
     for e in trace.events:
         if e.turn is not None and e.turn in rows:
+            row = rows[e.turn]
             state = trace.state_at(e.index)
-            rows[e.turn]["compression_count"] = state["compression_count"]
+            row["compression_count"] = state["compression_count"]
+            if not row["reply"]:  # no request to read it at: as the turn left it
+                row["threshold"] = state["threshold_tokens"]
             if e.fault is not None:
-                rows[e.turn]["faults"] += 1
+                row["faults"] += 1
     return [rows[k] for k in sorted(rows)]
+
+
+def _blank_row(turn: int) -> dict[str, Any]:
+    return {"turn": turn, "reply": False, "requests": 0, "prompt": None, "rough": None, "recorded": None,
+            "threshold": None, "compression_count": None, "cache_read": 0, "cache_write": 0, "miss": "", "faults": 0}
 
 
 def fault_rows(trace: Trace, limit: int | None = None) -> list[dict[str, Any]]:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from inspector.cli import main
 from inspector.trace.io import load_trace
 
+from . import lone_user
 from .conftest import coding_session
 
 
@@ -50,6 +53,58 @@ def test_json_output(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["runs"][0]["engine"] == "compressor"
     assert data["runs"][0]["summary"]["requests"] == 8
+
+
+def _table_rows(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.split() and line.split()[0].isdigit()]
+
+
+def test_a_last_turn_without_a_reply_is_a_table_row_as_the_progress_line_counts_it(tmp_path, capsys):
+    src = lone_user.openai_object(tmp_path)
+    assert main(["replay", str(src), "--engine", "compressor"]) == 0
+    captured = capsys.readouterr()
+    assert "turn 3/3 (100%)" in captured.err
+    rows = _table_rows(captured.out)
+    assert [row.split()[0] for row in rows] == ["0", "1", "2"]
+    turn, requests, prompt, rough, recorded, threshold, compressions = rows[2].split()[:7]
+    assert (requests, prompt, rough, recorded, compressions) == ("0", "-", "-", "-", "0")
+    assert threshold == rows[1].split()[5]  # the figures the turn has are shown
+    assert rows[2].endswith("no reply: no provider call")
+    assert not any("no reply" in row for row in rows[:2])
+
+
+def test_a_comparison_lines_the_unanswered_turn_up_across_engines(tmp_path, capsys):
+    src = lone_user.openai_object(tmp_path)
+    assert main(["replay", str(src), "--engine", "compressor", "--engine", "compressor", "--quiet"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[-1] == "note"
+    rows = _table_rows("\n".join(lines))
+    assert [row.split()[0] for row in rows] == ["0", "1", "2"]
+    cells = rows[2].split()
+    assert cells[1:7] == ["-", "0", "0", "-", "0", "0"]  # each run: no prompt, its compressions, no cache read
+    assert rows[2].endswith("no reply: no provider call")
+    assert not any("no reply" in row for row in rows[:2])
+
+
+def test_a_comparison_without_unanswered_turns_has_no_note_column(tmp_path, capsys):
+    src = write_session(tmp_path / "s.json")
+    assert main(["replay", str(src), "--engine", "compressor", "--engine", "compressor", "--quiet"]) == 0
+    assert "note" not in capsys.readouterr().out.splitlines()[0]
+
+
+@pytest.mark.parametrize("fmt", sorted(lone_user.WRITERS))
+def test_the_json_has_every_turn_and_marks_an_unanswered_last_one_in_every_format(tmp_path, capsys, fmt):
+    src = lone_user.WRITERS[fmt](tmp_path)
+    assert main(["replay", str(src), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["session"]["format"] == fmt
+    rows = data["runs"][0]["turns"]
+    assert [r["turn"] for r in rows] == list(range(data["session"]["turns"])) == [0, 1, 2]
+    assert [r["reply"] for r in rows] == [True, True, False]
+    last = rows[-1]
+    assert last["requests"] == 0 and last["prompt"] is None and last["rough"] is None
+    assert last["cache_read"] == last["cache_write"] == 0 and last["miss"] == ""
+    assert last["threshold"] == rows[1]["threshold"] and last["compression_count"] == 0
 
 
 def test_errors_are_one_line_and_exit_2(tmp_path, capsys):

@@ -1,0 +1,70 @@
+"""`context-inspector follow` takes its settings and its session the way `replay` does."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inspector.cli import main
+from inspector.trace.io import load_trace
+from tests.sessions import hermes_db_fixtures as fx
+
+FOLLOW_BRIEFLY = ["--engine", "compressor", "--interval", "0.05", "--max-seconds", "0.5"]
+
+
+def _transcript(tmp_path):
+    path = tmp_path / "done.jsonl"
+    rows = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _two_session_db(tmp_path):
+    path = tmp_path / "state.db"
+    conn = fx.create(path)
+    for sid, t0 in (("first", 1_760_000_000.0), ("second", 1_760_001_000.0)):
+        fx.add_session(conn, sid, started_at=t0)
+        fx.plain_exchange(conn, sid, t0, f"prompt of {sid}")
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_set_overrides_config_values_in_the_followed_replay(tmp_path):
+    out = tmp_path / "follow.json.gz"
+    code = main(["follow", str(_transcript(tmp_path)), *FOLLOW_BRIEFLY, "--set", "compression.threshold=0.9",
+                 "--set", "inspector.cache_profile=openai", "--out", str(out)])
+    assert code == 0
+    trace = load_trace(out)
+    assert trace.meta["config"]["compression"]["threshold"] == 0.9
+    assert trace.meta["cache_profile"] == "openai"
+    assert trace.state_at(len(trace.events) - 1)["threshold_tokens"] == int(0.9 * 200_000)
+
+
+@pytest.mark.parametrize("bad", ["compression.threshold", "=0.6", "compression..threshold=1", "compression.threshold=[0.6"])
+def test_a_bad_set_is_the_same_one_line_error_as_replays(tmp_path, capsys, bad):
+    src = _transcript(tmp_path)
+    assert main(["replay", str(src), "--quiet", "--set", bad]) == 2
+    replay_err = capsys.readouterr().err
+    assert main(["follow", str(src), *FOLLOW_BRIEFLY, "--set", bad]) == 2
+    follow_err = capsys.readouterr().err
+    assert follow_err == replay_err
+    assert follow_err.startswith("error: ") and follow_err.count("\n") == 1
+
+
+@pytest.mark.parametrize("option", ["--session-id", "--session"])
+def test_session_id_picks_a_session_of_a_state_db_and_session_is_its_alias(tmp_path, option):
+    out = tmp_path / "follow.json"
+    code = main(["follow", str(_two_session_db(tmp_path)), *FOLLOW_BRIEFLY, option, "second", "--out", str(out)])
+    assert code == 0
+    trace = load_trace(out)
+    assert trace.meta["session"]["id"] == "second" and len(trace.requests) == 2
+
+
+def test_help_names_session_id_first_and_session_as_its_alias(capsys):
+    with pytest.raises(SystemExit):
+        main(["follow", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--session-id SESSION_ID, --session SESSION_ID" in text and "--session is an alias" in text
+    assert "--set KEY=VALUE" in text

@@ -1,0 +1,34 @@
+"""Per-turn rows: one for every turn the trace played, answered or not."""
+
+from __future__ import annotations
+
+from inspector.config import load_config
+from inspector.engines.discovery import load_engine
+from inspector.host.replay import replay
+from inspector.sessions.model import Session, compute_turns
+from inspector.trace.io import load_trace, save_trace
+from inspector.trace.summary import per_turn_rows
+
+
+def _replayed(messages):
+    session = Session(id="s", source_format="test", messages=messages)
+    session.turns = compute_turns(messages)
+    config = load_config(None)
+    return replay(session, load_engine("compressor", config), config)
+
+
+def test_a_turn_the_agent_never_answered_keeps_its_place_between_answered_ones(tmp_path):
+    trace = _replayed([
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "first question"}, {"role": "assistant", "content": "first answer"},
+        {"role": "user", "content": "a question left hanging"},  # user;user: no assistant row persisted
+        {"role": "user", "content": "third question"}, {"role": "assistant", "content": "third answer"},
+    ])
+    save_trace(trace, tmp_path / "t.json.gz")
+    for t in (trace, load_trace(tmp_path / "t.json.gz")):  # a saved trace reads the same
+        rows = per_turn_rows(t)
+        assert len(rows) == t.turn_count == 3
+        assert [(r["turn"], r["reply"], r["requests"]) for r in rows] == [(0, True, 1), (1, False, 0), (2, True, 1)]
+        silent = rows[1]
+        assert silent["prompt"] is None and silent["recorded"] is None and silent["cache_read"] == 0
+        assert silent["threshold"] == rows[0]["threshold"] > 0 and silent["compression_count"] == 0
