@@ -816,8 +816,13 @@ class Host:
         return self.trace.finish()
 
     # -- a turn ------------------------------------------------------------------------
-    def play_turn(self, inputs: list[dict[str, Any]], responder: Responder, *, timestamp: float | None = None) -> None:
-        """One user turn: append the inputs, preflight, then provider calls until the responder stops."""
+    def play_turn(self, inputs: list[dict[str, Any]], responder: Responder, *, timestamp: float | None = None,
+                  interrupted: bool = False) -> None:
+        """One user turn: append the inputs, preflight, then provider calls until the responder stops.
+
+        ``interrupted``: the transcript says the user stopped this turn, so it is finalised as
+        Hermes finalises an interrupted turn (``interrupted=True``), not as completed.
+        """
         self.turn += 1
         if self.clock is not None and timestamp is not None:
             self.clock.observe(timestamp)
@@ -858,8 +863,9 @@ class Host:
                 self.note(f"the provider failed ({type(exc).__name__}); Hermes ends the turn early and skips "
                           "on_turn_complete")
             raise
-        exit_reason = self._turn_exit or "completed"
-        self._finish_turn(user, last_assistant, failed=exit_reason != "completed", interrupted=False, reason=exit_reason)
+        exit_reason = self._turn_exit or ("interrupted" if interrupted else "completed")
+        self._finish_turn(user, last_assistant, failed=exit_reason not in ("completed", "interrupted"),
+                          interrupted=interrupted, reason=exit_reason)
 
     def _finish_turn(self, user: Any, last_assistant: Any, *, failed: bool, interrupted: bool, reason: str) -> None:
         if self._wants_plugin_hook("post_llm_call"):

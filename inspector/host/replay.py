@@ -154,7 +154,13 @@ def play_session_turn(
     stamps = [t for i in kept[:first_assistant] if isinstance(t := messages[i].get("x_timestamp"), int | float)]
     responder = ReplayResponder(session, kept[first_assistant:], calls, wire, sent_hint=max(stamps, default=None))
     ts = messages[kept[0]].get("x_timestamp") if kept else None
-    host.play_turn(inputs, responder, timestamp=ts)
+    # Hermes makes at least one provider call per turn unless the user stops it first, so a
+    # turn the transcript records no reply to was interrupted before its first call.
+    unanswered = bool(inputs) and first_assistant == len(kept)
+    host.play_turn(inputs, responder, timestamp=ts, interrupted=turn.interrupted or unanswered)
+    if unanswered:
+        host.note("the transcript has no reply to this turn: it was finalised as interrupted before its "
+                  "first provider call")
     return marker_pos
 
 

@@ -83,6 +83,27 @@ def test_on_turn_complete_gets_a_clone_and_the_last_usage(config, nocache):
     assert len([e for e in trace.events if e.kind == EV_TURN_COMPLETE]) == 3
 
 
+def test_a_turn_the_transcript_never_answered_or_marks_interrupted_is_finalised_as_interrupted(config, nocache):
+    """Hermes calls the provider at least once per turn unless the user stops it first."""
+    from inspector.sessions.common import build_turns
+
+    got = []
+
+    class Finisher(CountingEngine):
+        def on_turn_complete(self, messages, usage=None, **kwargs):
+            got.append(kwargs)
+
+    session = coding_session(3)
+    session.messages[5]["x_flags"] = {"interrupted": True}  # the reader saw the user stop turn 1
+    session.messages.append({"role": "user", "content": "and the docs?"})  # never answered
+    session.turns = build_turns(session.messages)  # the readers' turn split, which reads the flag
+    trace = replay(session, Finisher(), config, simulator=nocache)
+    assert [(g["interrupted"], g["failed"], g["turn_exit_reason"], g["api_call_count"]) for g in got] == [
+        (False, False, "completed", 2), (True, False, "interrupted", 2), (False, False, "completed", 2),
+        (True, False, "interrupted", 0)]
+    assert "no reply to this turn" in trace.events[-2].note
+
+
 def test_lifecycle_order(config, nocache):
     trace = replay(coding_session(2), CountingEngine(), config, simulator=nocache)
     kinds = [e.kind for e in trace.events]
