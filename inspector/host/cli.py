@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
@@ -294,6 +295,10 @@ def _report(args: argparse.Namespace, traces: list, names: list[str], session: d
 FAULTS_SHOWN = 10
 
 
+# Faults that differ only in their figures (token counts, sizes, event numbers) are one kind.
+_NUMBERS = re.compile(r"\d[\d,._]*")
+
+
 def print_faults(traces: list, names: list[str], out=None) -> None:
     """Each run's first faults in words (the table only counts them)."""
     from inspector.trace.summary import fault_rows
@@ -305,12 +310,12 @@ def print_faults(traces: list, names: list[str], out=None) -> None:
             continue
         groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
         for row in fault_rows(trace):  # the same fault at every request is listed once, with its count
-            groups.setdefault((row["hook"], row["kind"], row["message"]), []).append(row)
+            groups.setdefault((row["hook"], row["kind"], _NUMBERS.sub("#", row["message"])), []).append(row)
         shown = list(groups.items())[:FAULTS_SHOWN]
         more = f", {len(groups) - len(shown)} more kinds in the trace" if len(groups) > len(shown) else ""
         out.write(f"\nfaults ({name}): {total:,}{more}\n")
-        for (hook, kind, message), rows in shown:
-            first = rows[0]
+        for (hook, kind, _shape), rows in shown:
+            first, message = rows[0], rows[0]["message"]
             where = f"event {first['event']}" + (f", turn {first['turn']}" if first["turn"] is not None else "")
             times = f" (×{len(rows):,}, last at event {rows[-1]['event']})" if len(rows) > 1 else ""
             out.write(f"  {where}, {hook}: {kind}: {' '.join(message.split())[:300]}{times}\n")

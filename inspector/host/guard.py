@@ -200,7 +200,23 @@ def call_inline(fn: Callable[..., Any], *args: Any, timeout: float | None = None
         return CallOutcome(fault=Fault("timeout", _overrun(timeout, took), where), duration=took,
                            thread=threading.current_thread().name)
     except (Exception, SystemExit) as exc:  # engine code: anything can happen, sys.exit() included
-        return CallOutcome(fault=exception_fault(exc), duration=time.perf_counter() - start, thread=threading.current_thread().name)
+        fault = exception_fault(exc)
+        if fault.where_is_engine_code() is False:
+            fault.traceback = (fault.traceback or "") + _defined_at(fn)
+        return CallOutcome(fault=fault, duration=time.perf_counter() - start, thread=threading.current_thread().name)
+
+
+def _defined_at(fn: Callable[..., Any]) -> str:
+    """Where a hook is defined, in traceback form, for a call that failed before entering it.
+
+    A call the hook's signature refuses (a missing keyword, say) raises in the caller, so the
+    traceback holds no engine frame; the hook's own definition is the line the author must change.
+    """
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None:
+        return ""
+    return (f"The hook is defined here:\n  File \"{code.co_filename}\", line {code.co_firstlineno}, "
+            f"in {code.co_name}\n")
 
 
 def _overrun(timeout: float | None, took: float) -> str:

@@ -437,6 +437,7 @@ class Host:
         self._tools_rough = 0
         self._compress_attempts = 0
         self._overflow_attempts = 0
+        self._window_noted = 0  # the engine context length the last "window differs" note named
         self._turn_user: dict[str, Any] | None = None
         self._turn_calls = 0
         self._overrides = {
@@ -742,6 +743,14 @@ class Host:
                 model=s.model, context_length=s.context_length, base_url=s.base_url, api_key="",
                 provider=s.provider, api_mode=s.api_mode,
             )
+            if out.fault is not None and out.fault.kind in ("exception", "timeout"):
+                # Hermes calls it unguarded while building the agent (§2.2 step 2): no agent, no session.
+                what = "raised" if out.fault.kind == "exception" else "did not return"
+                why = (f"update_model {what} at agent start ({out.fault.message}); Hermes cannot build the agent "
+                       "with this engine, so the replay stops here.")
+                self.fault("host_error", why)
+                self.trace.meta["stopped"] = why
+                return False
         else:
             ev = self.note(
                 "built-in compressor constructed from config (Hermes does not call update_model at init for it)",
@@ -1133,9 +1142,15 @@ class Host:
         The replay records that verdict and goes on with the transcript (teacher forcing).
         True when a compression committed and the request must be re-assembled.
         """
-        ctx = _as_int(getattr(self.engine, "context_length", 0)) or self.settings.context_length
+        # The provider's window is the model's, whatever the engine believes its context length is.
+        believed = _as_int(getattr(self.engine, "context_length", 0))
+        ctx = self.settings.context_length or believed
         if not ctx or tik <= ctx:
             return False
+        if believed and believed != ctx and believed != self._window_noted:
+            self._window_noted = believed
+            self.note(f"the engine's context_length is {believed:,} but the model's window is {ctx:,}: the provider "
+                      "rejects what exceeds the model's window", site="overflow")
         if not self.settings.compression_enabled:
             self.fault("context_overflow", f"request of {tik:,} tokens exceeds the {ctx:,}-token window and "
                        "compression is disabled: Hermes would end the turn with an error here")

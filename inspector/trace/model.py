@@ -192,16 +192,26 @@ class Fault:
     message: str
     traceback: str | None = None
 
+    def _frames(self) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+        """(every frame of the traceback, the frames that are not host machinery or the stdlib)."""
+        frames = _FRAME.findall(self.traceback or "")
+        own = [f for f in frames if not any(part in f[0].replace("\\", "/") for part in _NOT_ENGINE_CODE)]
+        return frames, own
+
     @property
     def where(self) -> str | None:
         """``file:line in function`` where the engine failed: the innermost frame of the traceback
         that is not the inspector's own host machinery or Python's standard library."""
-        frames = _FRAME.findall(self.traceback or "")
+        frames, own = self._frames()
         if not frames:
             return None
-        own = [f for f in frames if not any(part in f[0].replace("\\", "/") for part in _NOT_ENGINE_CODE)]
         path, line, fn = (own or frames)[-1]
         return f"{path}:{line} in {fn}"
+
+    def where_is_engine_code(self) -> bool | None:
+        """Whether :attr:`where` names engine code (None: the traceback names no frame at all)."""
+        frames, own = self._frames()
+        return bool(own) if frames else None
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "message": self.message, "traceback": self.traceback}

@@ -176,6 +176,31 @@ def test_faults_are_listed_in_words(tmp_path, capsys):
     assert "faults (exploding):" in out and "should_compress exploded at the seams" in out
 
 
+def test_faults_that_differ_only_in_their_figures_are_one_kind(capsys):
+    from inspector.engines.contract import ContextEngine
+    from inspector.host.cli import print_faults
+    from inspector.host.replay import replay
+
+    from .conftest import coding_session
+
+    class Counts(ContextEngine):
+        name = "counts"
+
+        def update_from_response(self, usage):
+            raise ValueError(f"bad usage: {usage['prompt_tokens']:,} prompt tokens")
+
+        def should_compress(self, prompt_tokens=None):
+            return False
+
+        def compress(self, messages, current_tokens=None, **kw):
+            return messages
+
+    trace = replay(coding_session(3), Counts(), {"model": {"context_length": 128000}})
+    print_faults([trace], ["counts"])
+    out = capsys.readouterr().out
+    assert "faults (counts): 6\n" in out and "(×6, last at event" in out and "more kinds" not in out
+
+
 def test_an_unwritable_out_path_is_refused_before_the_replay(tmp_path, capsys):
     src = write_session(tmp_path / "s.json")
     assert main(["replay", str(src), "--out", str(tmp_path / "missing" / "t.json"), "--quiet"]) == 2

@@ -246,6 +246,44 @@ def test_small_context_length_stops_like_hermes(config, nocache):
     assert any("64000" in trace.events[i].fault.message for i in trace.fault_events)
 
 
+def test_an_engine_whose_update_model_raises_stops_the_replay_as_hermes_cannot_start(config, nocache):
+    class OldSignature(CountingEngine):
+        def update_model(self, model, context_length, base_url="", api_key="", provider=""):  # no api_mode
+            super().update_model(model, context_length, base_url, api_key, provider)
+
+    trace = replay(coding_session(2), OldSignature(), config, simulator=nocache)
+    assert not trace.requests
+    assert "update_model raised at agent start" in trace.meta["stopped"] and "api_mode" in trace.meta["stopped"]
+
+
+def test_a_hook_whose_signature_refuses_the_call_is_located_at_its_definition(config, nocache):
+    import inspect
+
+    class NoUsage(CountingEngine):
+        def update_from_response(self):  # Hermes passes the usage dict
+            pass
+
+    trace = replay(coding_session(1), NoUsage(), config, simulator=nocache)
+    faults = [trace.events[i].fault for i in trace.fault_events]
+    line = inspect.getsourcelines(NoUsage.update_from_response)[1]
+    assert faults and all(f.where == f"{__file__}:{line} in update_from_response" for f in faults)
+
+
+def test_the_provider_rejects_past_the_models_window_not_the_engines_belief(config, nocache):
+    class BelievesBigger(CountingEngine):
+        def update_model(self, *a, **kw):
+            super().update_model(*a, **kw)
+            self.context_length = 10 * self.context_length  # the engine thinks the window is larger
+            self.threshold_tokens = self.context_length
+
+    config["model"]["context_length"] = 64000
+    trace = replay(coding_session(20, tool_chars=16000), BelievesBigger(), config, simulator=nocache)
+    overflow = [trace.events[i].fault.message for i in trace.fault_events
+                if trace.events[i].fault.kind == "context_overflow"]
+    assert overflow and all("64,000-token window" in m for m in overflow)
+    assert any("the engine's context_length is 640,000" in (e.note or "") for e in trace.events)
+
+
 def test_a_request_over_the_window_triggers_overflow_compaction_then_exhaustion(config, nocache):
     class NeverCompresses(CountingEngine):
         def should_compress(self, prompt_tokens=None):
