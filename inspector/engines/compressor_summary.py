@@ -555,10 +555,12 @@ CACHE_ENV = "CONTEXT_INSPECTOR_SUMMARY_CACHE"
 
 
 def cache_dir() -> Path:
+    from inspector.engines.home_mirror import real_expanduser, real_home
+
     configured = os.environ.get(CACHE_ENV)
     if configured:
-        return Path(configured).expanduser()
-    return Path.home() / ".cache" / "context-inspector" / "summaries"
+        return real_expanduser(configured)
+    return real_home() / ".cache" / "context-inspector" / "summaries"
 
 
 def cache_key(model: str, prompt: str) -> str:

@@ -30,6 +30,7 @@ from inspector import yaml_safe
 from inspector.config import cfg_get
 from inspector.engines.compat import CompatReport, activate, install_compat
 from inspector.engines.compat.plugins import PluginManager, PluginManifest, ToolRegistration
+from inspector.engines.home_mirror import real_expanduser
 from inspector.engines.loading import (
     PluginFailure,
     Produced,
@@ -114,7 +115,8 @@ class LoadedEngine:
     @contextlib.contextmanager
     def activate(self) -> Iterator[LoadedEngine]:
         """Stand-in host modules answer with this engine's config, sandbox and plugin manager."""
-        with activate(config=self.config, home=self.sandbox.path, plugin_manager=self.plugin_manager):
+        with activate(config=self.config, home=self.sandbox.path, plugin_manager=self.plugin_manager,
+                      user_home=self.sandbox.user_home):
             yield self
 
     def close(self) -> None:
@@ -139,11 +141,11 @@ def project_plugin_dir() -> Path | None:
 
 
 def plugin_search_dirs(config: dict[str, Any], plugin_dirs: Any = (), *, include_project: bool = True) -> list[Path]:
-    dirs: list[Path] = [Path(d).expanduser() for d in plugin_dirs or ()]
+    dirs: list[Path] = [real_expanduser(d) for d in plugin_dirs or ()]
     configured = cfg_get(config, "inspector.plugin_dirs", []) or []
     if isinstance(configured, str):
         configured = [configured]
-    dirs += [Path(str(d)).expanduser() for d in configured]
+    dirs += [real_expanduser(str(d)) for d in configured]
     if include_project and (proj := project_plugin_dir()) is not None:
         dirs.append(proj)
     out: list[Path] = []
@@ -156,9 +158,9 @@ def plugin_search_dirs(config: dict[str, Any], plugin_dirs: Any = (), *, include
 
 def plugin_dir_problems(config: dict[str, Any], plugin_dirs: Any = ()) -> list[str]:
     """Why a plugin directory the user named offers nothing (a typo, or the wrong level)."""
-    named = [Path(d).expanduser() for d in plugin_dirs or ()]
+    named = [real_expanduser(d) for d in plugin_dirs or ()]
     configured = cfg_get(config, "inspector.plugin_dirs", []) or []
-    named += [Path(str(d)).expanduser() for d in ([configured] if isinstance(configured, str) else configured)]
+    named += [real_expanduser(str(d)) for d in ([configured] if isinstance(configured, str) else configured)]
     problems = []
     for d in named:
         if not d.exists():
@@ -318,7 +320,8 @@ def discover_engines(
             manager = PluginManager()
             produced: Produced | None = None
             error = None
-            with activate(config=config, home=sandbox.path, plugin_manager=manager):
+            with activate(config=config, home=sandbox.path, plugin_manager=manager,
+                          user_home=sandbox.user_home):
                 try:
                     produced = _produce(cand, manager)
                 except PluginFailure as exc:
@@ -372,7 +375,8 @@ def load_engine(
     try:
         report = install_compat(config, sandbox.path)
         manager = PluginManager()
-        with activate(config=config, home=sandbox.path, plugin_manager=manager):
+        with activate(config=config, home=sandbox.path, plugin_manager=manager,
+                          user_home=sandbox.user_home):
             loaded = _load_selected(name, config, plugin_dirs, include_project, include_entry_points, sandbox, report, manager)
             _load_enabled_hook_plugins(loaded, config, plugin_dirs, include_project)
         loaded.tools = loaded.plugin_manager.tools

@@ -57,6 +57,7 @@ class Sandbox:
     path: Path
     temporary: bool
     baseline: dict[str, tuple[int, int]] = field(default_factory=dict)
+    user_home: Path | None = None  # what ``~`` is for the engine (see inspector.engines.home_mirror)
 
     @property
     def config_path(self) -> Path:
@@ -64,6 +65,9 @@ class Sandbox:
 
     def cleanup(self) -> None:
         """Delete a temporary sandbox; a real home given by the user is never deleted."""
+        if self.user_home is not None:
+            shutil.rmtree(self.user_home, ignore_errors=True)  # links only: their targets stay
+            _LIVE.discard(self.user_home)
         if self.temporary:
             shutil.rmtree(self.path, ignore_errors=True)
             _LIVE.discard(self.path)
@@ -80,13 +84,25 @@ def create_sandbox(config: dict[str, Any], *, real_home: str | Path | None = Non
     if real_home is not None:
         path = Path(real_home).expanduser()
         path.mkdir(parents=True, exist_ok=True)
-        return Sandbox(path=path, temporary=False, baseline=_snapshot(path))
+        return Sandbox(path=path, temporary=False, baseline=_snapshot(path), user_home=_mirror(path))
     path = Path(tempfile.mkdtemp(prefix=prefix))
     _LIVE.add(path)
     os.chmod(path, 0o700)  # the config may hold an API key
     text = yaml.safe_dump(_plain(config), sort_keys=False, allow_unicode=True)
     (path / CONFIG_NAME).write_text(text, encoding="utf-8")
-    return Sandbox(path=path, temporary=True, baseline=_snapshot(path))
+    return Sandbox(path=path, temporary=True, baseline=_snapshot(path), user_home=_mirror(path))
+
+
+def _mirror(hermes_home: Path) -> Path | None:
+    """The engine's ``~`` for this sandbox; None (the real home) where links cannot be made."""
+    from inspector.engines.home_mirror import make_mirror
+
+    try:
+        mirror = make_mirror(hermes_home)
+    except OSError:
+        return None
+    _LIVE.add(mirror)
+    return mirror
 
 
 def list_written_files(sandbox: Sandbox) -> list[tuple[str, int]]:

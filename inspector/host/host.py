@@ -124,7 +124,9 @@ HOST_DIFFERENCES = [
     "finishes is undone.",
     "Each run has its own sandbox as Hermes' home (get_hermes_home); the HERMES_HOME environment variable "
     "points at one private folder shared by all runs of the process, so engines that read the variable "
-    "directly share state across the runs of a comparison and their files there are not listed.",
+    "directly share state across the runs of a comparison and their files there are not listed. For "
+    "engine code, ~ is a private mirror of the home folder whose .hermes is the run's sandbox (code that "
+    "reads $HOME directly sees the real home).",
     "The summariser's window for Hermes' first-compaction feasibility check comes only from "
     "auxiliary.compression.context_length (Hermes also looks it up from the provider); without it the "
     "check is skipped.",

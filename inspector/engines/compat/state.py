@@ -70,9 +70,14 @@ def active_plugin_manager() -> Any:
 
 @contextlib.contextmanager
 def activate(
-    *, config: dict[str, Any] | None = None, home: str | Path | None = None, plugin_manager: Any = None
+    *, config: dict[str, Any] | None = None, home: str | Path | None = None, plugin_manager: Any = None,
+    user_home: Path | None = None,
 ) -> Iterator[None]:
-    """Make the stand-ins answer with these values in this context; restores on exit."""
+    """Make the stand-ins answer with these values in this context; restores on exit.
+
+    ``user_home``: what ``~`` expands to for engine code here (see ``home_mirror``).
+    """
+    from inspector.engines.home_mirror import using
     from inspector.llm.aux import use_aux_config
 
     tokens = []
@@ -83,10 +88,7 @@ def activate(
     if plugin_manager is not None:
         tokens.append((_ctx_pm, _ctx_pm.set(plugin_manager)))
     try:
-        if config is not None:
-            with use_aux_config(config):
-                yield
-        else:
+        with using(user_home), use_aux_config(config) if config is not None else contextlib.nullcontext():
             yield
     finally:
         for var, token in reversed(tokens):
