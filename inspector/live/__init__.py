@@ -10,4 +10,8 @@ from __future__ import annotations
 
 from inspector.live.responder import LiveCancelled, LiveError, LiveResponder, LiveSettings, RetryPolicy
 
-__all__ = ["LiveCancelled", "LiveError", "LiveResponder", "LiveSettings", "RetryPolicy"]
+#: Seconds a followed session must stay unchanged before a last turn it marks no end for counts as
+#: complete (``follow``); here rather than in ``follow`` so the window can show it without loading the host.
+DEFAULT_SETTLE_SECONDS = 10.0
+
+__all__ = ["DEFAULT_SETTLE_SECONDS", "LiveCancelled", "LiveError", "LiveResponder", "LiveSettings", "RetryPolicy"]

@@ -26,6 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session-id", "--session", dest="session_id", default=None,
                         help="session id inside a state.db (same as SOURCE#ID); --session is an alias")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between polls (default 1)")
+    parser.add_argument("--settle", type=float, default=None,
+                        help="seconds the source must stay unchanged before a last turn it marks no end for "
+                             "(no turn_duration, final stop reason, task_complete...) is replayed "
+                             "(default 10, or two poll intervals if longer)")
     parser.add_argument("--max-seconds", type=float, default=None, help="stop after this many seconds")
     parser.add_argument("--out", default=None,
                         help="write the trace here when following ends (also on Ctrl+C); .json or .json.gz")
@@ -64,6 +68,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     config = command_config(args)
     if config is None:
         return 2
+    if args.settle is not None and not args.settle >= 0:
+        print(f"error: --settle {args.settle:g}: must be zero or more seconds", file=sys.stderr)
+        return 2
     problem = output_problem(args.out, inputs=[args.source, args.config or ""]) if args.out else None
     if problem:
         print(f"error: --out {args.out}: {problem}", file=sys.stderr)
@@ -75,10 +82,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     follower = Follower(args.source, loaded, config, format=args.format, session_id=args.session_id,
-                        interval=args.interval, label=args.engine)
+                        interval=args.interval, settle=args.settle, label=args.engine)
     printed = {"turns": 0, "error": None}
     name = getattr(loaded.info, "name", None) or args.engine or "engine"
-    print(f"following {args.source} with engine {name} every {follower.interval:g} s (Ctrl+C to stop)", file=sys.stderr)
+    print(f"following {args.source} with engine {name} every {follower.interval:g} s, settling {follower.settle:g} s "
+          "(Ctrl+C to stop)", file=sys.stderr)
 
     def on_update(trace: Any, added: int) -> None:
         for turn in range(printed["turns"], printed["turns"] + added):

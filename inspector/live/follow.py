@@ -10,9 +10,20 @@ The writer is never disturbed: state.db is opened read-only (``mode=ro``) by the
 one short read transaction per poll, with no connection or cursor held between polls; a
 cheap ``stat`` of the database and its ``-wal`` decides whether a re-read is needed at all.
 
-A turn is played only once it is complete: either a later turn has started (the next user
-message appeared), or its last message is an assistant reply with no pending tool calls and the
-source has stayed unchanged for one poll interval.
+A turn is played only once it is known to be complete: a later turn has started (the next user
+message appeared), or the source marks it finished (:attr:`Turn.ended`: a Codex
+``task_complete``, a Claude Code ``turn_duration`` or final ``stop_reason``, a Hermes row that
+finished with ``stop``), or, failing any mark, it ends with an assistant reply asking for no
+tools and the session has not changed for the settle period. That period is much longer than
+a poll because writers pause between the pieces of one reply (Claude Code writes each content
+block of a message as its own line, Codex each response item): a reply that looks final after
+its first block may not be. A turn played on the quiet rule is noted in the trace.
+
+Each played turn is remembered by a digest of everything it fed the host (messages and usage).
+When a played turn no longer matches (the writer rewrote, truncated or replaced the file, or a
+turn played on the quiet rule grew), the trace notes it and the turns after the last one still
+matching are played as new. Messages added to a turn after the source marked it ended are fed
+with the next turn.
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from inspector import __version__
@@ -34,8 +46,10 @@ from inspector.host.replay import (
     make_simulator,
     play_session_turn,
     public_config,
+    replayable_indices,
     session_identifier,
 )
+from inspector.live import DEFAULT_SETTLE_SECONDS
 from inspector.live.session import activated, is_builtin_engine, load_named_engine, snapshot_trace
 from inspector.sessions.model import ApiCall, ReaderError, Session, Turn, wire_message
 from inspector.trace.model import Trace
@@ -44,21 +58,48 @@ UpdateFn = Callable[[Trace, int], None]
 
 FOLLOW_DIFFERENCES = [
     "Follow mode: turns are replayed as the source grows, each once it is complete (the next user message "
-    "appeared, or a final assistant reply and one quiet poll interval).",
+    "appeared, the source marked the turn finished, or, with no such mark, a final assistant reply and a quiet "
+    "settle period; a host note marks each turn played on that rule).",
     "If the writer rewrites turns already replayed (compaction in place, /rewind), the replayed ones are kept "
     "and a host note marks the point; new turns continue from there.",
+    "Messages the source adds to a turn after marking it ended (a local command, instructions re-sent on resume) "
+    "are fed at the start of the next turn rather than at the end of theirs; the history is the same.",
 ]
 
 
-def _message_digest(message: dict[str, Any] | None) -> str:
-    if message is None:
-        return ""
-    text = json.dumps(wire_message(message), sort_keys=True, default=str, ensure_ascii=False)
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
+def fed_digest(session: Session, indices: list[int], calls: dict[int, ApiCall]) -> str:
+    """What playing these messages feeds the host: each as the engine sees it, with its recorded usage."""
+    fed = []
+    for i in indices:
+        call = calls.get(i)
+        fed.append((wire_message(session.messages[i]), call.usage.to_json() if call and call.usage else None))
+    return _digest(fed)
+
+
+@dataclass
+class _Played:
+    """A source turn as the replay holds it: the digest and number of its replayable messages fed."""
+
+    digest: str
+    count: int
+    settled: bool  # played on the quiet rule: if it grows, it was not complete after all
+
+
+def _content_fingerprint(session: Session) -> tuple[Any, ...]:
+    """Changes whenever the session gains a message, its last turn changes in any way (a block, a
+    flag) or the reader skips something new (a line the writer is half-way through)."""
+    last = session.turns[-1] if session.turns else None
+    tail = session.messages[last.start:] if last is not None else []
+    return len(session.messages), len(session.turns), _digest(tail), _digest(session.warnings)
+
+
 def turn_is_final(session: Session, turn: Turn) -> bool:
-    """Does the turn end with an assistant reply that asks for no tools (nothing left to come)?"""
+    """Does the turn end with an assistant reply that asks for no tools (so it may be over)?"""
     for i in range(turn.end - 1, turn.start - 1, -1):
         msg = session.messages[i]
         role = msg.get("role")
@@ -73,6 +114,10 @@ class Follower:
 
     ``engine`` is a name, ``None`` (``context.engine``), a ``LoadedEngine`` or an engine
     instance. Call :meth:`poll` yourself, or :meth:`run` on a thread until a stop event.
+    ``settle`` is how long (seconds) the session must stay unchanged before a last turn the
+    source marks no end for is played (default :data:`DEFAULT_SETTLE_SECONDS`, or two poll
+    intervals if that is longer). ``clock`` gives wall-clock seconds, comparable to file
+    modification times (a file last written long ago is quiet already); tests pass a fake one.
     """
 
     def __init__(
@@ -85,6 +130,8 @@ class Follower:
         session_id: str | None = None,
         plugin_dirs: Any = (),
         interval: float = 1.0,
+        settle: float | None = None,
+        clock: Callable[[], float] = time.time,
         counter: Any = None,
         simulator: Any = None,
         label: str | None = None,
@@ -97,6 +144,8 @@ class Follower:
         self.format = format
         self.config = config
         self.interval = max(0.01, float(interval))
+        self.settle = max(DEFAULT_SETTLE_SECONDS, 2 * self.interval) if settle is None else max(0.0, float(settle))
+        self._clock = clock
         self.label = label
         self.loaded, self._owns_loaded = load_named_engine(engine, config, plugin_dirs)
         self.engine = getattr(self.loaded, "engine", self.loaded)
@@ -108,11 +157,13 @@ class Follower:
         self.polls = 0
         self.last_error: str | None = None
         self.error_changed = False  # set when last_error changes; run() reports and clears it
-        self._turn_digests: list[str] = []
+        self._played: list[_Played] = []  # one per source turn the replay holds
         self._markers_done = 0
         self._stat: tuple[Any, ...] | None = None
-        self._content: tuple[int, str] | None = None
+        self._content: tuple[Any, ...] | None = None
         self._session: Session | None = None
+        self._read_at: float | None = None  # clock time of the latest poll
+        self._changed_at: float | None = None  # when the session last changed, as far as can be told
         self._rewritten_noted_at: int | None = None
         self._warned: set[str] = set()  # reader warnings already noted
         self._closed = False
@@ -129,11 +180,13 @@ class Follower:
                 out.append(None)
         return tuple(out)
 
-    def _read(self) -> tuple[Session | None, bool]:
-        """(session, quiet): the source as it is now; quiet when it has not changed since the last poll."""
+    def _read(self) -> Session | None:
+        """The source as it is now; notes when its content last changed (for the settle rule)."""
+        now = self._clock()
+        previous, self._read_at = self._read_at, now
         stat = self._stat_fingerprint()
         if self._session is not None and stat == self._stat:
-            return self._session, True
+            return self._session
         from inspector.sessions import load_session
 
         try:
@@ -141,12 +194,22 @@ class Follower:
         except (ReaderError, OSError) as exc:
             # The writer may not have created the file yet, or a line is half-written: try again next poll.
             self._set_error(str(exc))
-            return self._session, False
+            return self._session
         self._set_error(None)
-        content = (len(session.messages), _message_digest(session.messages[-1] if session.messages else None))
-        quiet = content == self._content
+        content = _content_fingerprint(session)
+        if content != self._content:
+            # The change was written after the previous poll and by now; the files' modification
+            # time places it in between (a file finished long ago has been quiet since then).
+            written = max((entry[1] / 1e9 for entry in stat if entry is not None), default=now)
+            self._changed_at = min(now, written if previous is None else max(previous, written))
         self._stat, self._content, self._session = stat, content, session
-        return session, quiet
+        return session
+
+    def quiet_for(self) -> float:
+        """Seconds the session had not changed at the latest poll."""
+        if self._read_at is None or self._changed_at is None:
+            return 0.0
+        return max(0.0, self._read_at - self._changed_at)
 
     def _set_error(self, error: str | None) -> None:
         """Record a read failure (or its end); once turns were played it goes into the trace too."""
@@ -204,54 +267,88 @@ class Follower:
         if self._closed:
             return 0
         self.polls += 1
-        session, quiet = self._read()
+        session = self._read()
         if session is None or not session.turns:
             return 0
         if not self._ensure_host(session):
             self.last_error = "the engine refused to start (context length below Hermes' minimum?); see the trace"
             return 0
         turns = session.turns
-        self._note_warnings(session)
-        start = self._first_new_turn(session)
-        complete = len(turns) - 1
-        if quiet and turn_is_final(session, turns[-1]):
-            complete = len(turns)
-        added = 0
         calls = {c.message_index: c for c in session.api_calls}
+        self._note_warnings(session)
+        start, carried = self._first_new_turn(session, calls)
+        complete = len(turns) - 1  # every turn but the last: a later one has begun
+        quiet = self.quiet_for()
+        settled = False
+        if turns[-1].ended:
+            complete = len(turns)
+        elif turn_is_final(session, turns[-1]) and quiet >= self.settle:
+            complete, settled = len(turns), True
+        added = 0
         with activated(self.loaded):
             for index in range(start, complete):
-                self._play(session, turns[index], calls)
+                self._play(session, index, calls, carried if index == start else [], settled=settled)
                 self.played += 1
                 added += 1
+        if settled and start < len(turns):  # the last turn was among those played
+            assert self.host is not None
+            self.host.note(f"follow: this turn was replayed on the quiet rule: the source marks no end of turn and "
+                           f"had not changed for {quiet:.1f} s (settle period {self.settle:g} s); should the writer "
+                           f"add to it, it is replayed again", rule="quiet", quiet_seconds=round(quiet, 3),
+                           settle_seconds=self.settle)
         if added:
             assert self.host is not None
             self.host.trace.meta["session"]["turns"] = self.played
             self.host.trace.finish()
         return added
 
-    def _first_new_turn(self, session: Session) -> int:
-        """The source's first turn not replayed yet.
+    def _first_new_turn(self, session: Session, calls: dict[int, ApiCall]) -> tuple[int, list[int]]:
+        """The source's first turn not replayed yet, and messages of the turn before it still to feed.
 
-        Normally the turns after those already played. When the source was rewritten, truncated
-        or replaced (a rotated log), the new turns are the ones after the last turn the replay
-        already holds: a replaced file's turns are all new, and turns a rewrite dropped and then
-        wrote again are played, not skipped. Noted once per rewrite.
+        Normally the turns after those already played. Messages the source added to the last
+        played turn after marking it ended (a local command, instructions re-sent on resume) are
+        fed with the next turn: the history the engine sees is the same.
+
+        When the source was rewritten, truncated or replaced (a rotated log), or a played turn
+        changed in any message it fed (or grew after being played on the quiet rule), the new
+        turns are the ones after the last turn the replay holds unchanged: a replaced file's
+        turns are all new, and turns a rewrite dropped or changed and then wrote again are played,
+        not skipped. Noted once per rewrite.
         """
         assert self.host is not None
-        digests = [_message_digest(session.messages[t.start] if t.start < len(session.messages) else None)
-                   for t in session.turns]
-        played = len(self._turn_digests)
-        if digests[:played] == self._turn_digests:
-            return played
-        known = set(self._turn_digests)
+        turns = session.turns
+        played = len(self._played)
+        changed: int | None = None
+        carried: list[int] = []
+        for i, rec in enumerate(self._played):
+            kept = replayable_indices(session, turns[i]) if i < len(turns) else []
+            if i >= len(turns) or len(kept) < rec.count or fed_digest(session, kept[:rec.count], calls) != rec.digest:
+                changed = i
+                break
+            if len(kept) > rec.count:
+                if rec.settled or i < played - 1:  # only the last turn can grow: a later one had begun
+                    changed = i
+                    break
+                carried = kept[rec.count:]
+        if changed is None:
+            return played, carried
+        if changed >= len(turns):
+            why = f"the source was rewritten or replaced: it no longer holds turn {changed}"
+        elif self._played[changed].settled:
+            why = f"turn {changed}, replayed on the quiet rule, has changed since: it was not complete"
+        else:
+            why = f"the source was rewritten or replaced: its turn {changed} differs from the one replayed"
+        known = {rec.digest for rec in self._played}
+        digests = [fed_digest(session, replayable_indices(session, t), calls) for t in turns]
         start = max((i + 1 for i, d in enumerate(digests) if d in known), default=0)
         if self._rewritten_noted_at != start:
             self._rewritten_noted_at = start
-            self.host.note(f"the source was rewritten or replaced (it now holds {len(digests)} turns, {played} were "
-                           f"replayed from it); replayed turns are kept, and its turns from {start} on are new",
-                           turns=len(digests), new_from=start)
-        self._turn_digests = digests[:start]  # the source's turns the replay holds, from now on
-        return start
+            self.host.note(f"{why} (the source now holds {len(digests)} turns, {played} were replayed from it); "
+                           f"replayed turns are kept, and its turns from {start} on are new",
+                           turns=len(digests), changed=changed, new_from=start)
+        # The source's turns the replay holds, from now on.
+        self._played = [_Played(d, len(replayable_indices(session, t)), False) for d, t in zip(digests[:start], turns)]
+        return start, []
 
     def _note_warnings(self, session: Session) -> None:
         """What the reader had to skip (a torn line in the middle, say), once each, as replay shows it."""
@@ -261,13 +358,22 @@ class Follower:
                 self._warned.add(warning)
                 self.host.note(f"reading the source: {warning}")
 
-    def _play(self, session: Session, turn: Turn, calls: dict[int, ApiCall]) -> None:
-        """One turn, exactly as :func:`inspector.host.replay.replay` feeds it to the host."""
+    def _play(self, session: Session, index: int, calls: dict[int, ApiCall], carried: list[int], *,
+              settled: bool) -> None:
+        """One turn, exactly as :func:`inspector.host.replay.replay` feeds it to the host.
+
+        ``carried`` are the messages the previous turn gained after it was played; they go first.
+        """
         assert self.host is not None
+        turn = session.turns[index]
+        kept = replayable_indices(session, turn)
         markers = sorted(session.compactions, key=lambda c: c.message_index)
-        self._markers_done = play_session_turn(self.host, session, turn, calls, markers, self._markers_done)
-        first = session.messages[turn.start] if turn.start < len(session.messages) else None
-        self._turn_digests.append(_message_digest(first))
+        self._markers_done = play_session_turn(self.host, session, turn, calls, markers, self._markers_done,
+                                               kept=carried + kept)
+        if carried:
+            before = replayable_indices(session, session.turns[index - 1])
+            self._played[-1] = _Played(fed_digest(session, before, calls), len(before), self._played[-1].settled)
+        self._played.append(_Played(fed_digest(session, kept, calls), len(kept), settled and index == len(session.turns) - 1))
 
     def run(self, stop: threading.Event, on_update: UpdateFn | None = None, *, max_seconds: float | None = None,
             on_error: Callable[[str | None], None] | None = None) -> int:

@@ -100,7 +100,11 @@ class Turn:
 
     ``start`` is the index of the first message of the turn (normally the user message),
     ``end`` is exclusive. ``user_index`` is None for a turn that starts without a user message
-    (e.g. a session that opens with an assistant message).
+    (e.g. a session that opens with an assistant message). ``ended`` is set when the source
+    itself marks the turn finished (a Codex ``task_complete``, a Claude Code ``turn_duration``
+    or final stop reason, a Hermes ``finish_reason`` of ``stop``): in a file still being written,
+    the model's part of the turn is over (what may still be added is context, such as the output
+    of a local command, not another reply).
     """
 
     index: int
@@ -110,6 +114,7 @@ class Turn:
     meta: bool = False
     interrupted: bool = False
     turn_id: str | None = None
+    ended: bool = False
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ import pytest
 
 from inspector.config import load_config
 from inspector.live.follow import Follower
+from tests.live.growing import ClaudeCodeLog, CodexLog, FakeClock, JsonlLog, pause
 from tests.live.helpers import NotesEngine
 
 WRITER = Path(__file__).with_name("writer.py")
@@ -24,7 +26,7 @@ def follow_while_writing(mode: str, target: Path, result: Path, *, pause: float 
 
     config = load_config(None, {"inspector": {"cache_profile": "openai"}})
     # Built before the writer starts so the first poll is not slowed by loading the tokenizer.
-    follower = Follower(target, NotesEngine(), config, interval=0.1, counter=make_counter(config))
+    follower = Follower(target, NotesEngine(), config, interval=0.1, settle=0.5, counter=make_counter(config))
     proc = subprocess.Popen([sys.executable, str(WRITER), mode, str(target), str(TURNS), str(pause), str(result)])
     seen: list[int] = []
     deadline = time.monotonic() + 40
@@ -81,23 +83,47 @@ def test_follow_hermes_state_db_without_blocking_the_writer(tmp_path):
     follower.close()
 
 
-def test_last_turn_waits_for_a_quiet_interval(tmp_path):
-    path = tmp_path / "t.jsonl"
-    rows = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    follower = Follower(path, NotesEngine(), load_config(None), interval=0.05)
-    assert follower.poll() == 0  # just read: the writer may still be adding to this turn
-    assert follower.poll() == 1  # unchanged for one interval and ends with a final answer
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"role": "user", "content": "run the tool"}) + "\n")
-        fh.write(json.dumps({"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "read_note", "arguments": "{\"key\": \"deadline\"}"}}]}) + "\n")
-    assert follower.poll() == 0 and follower.poll() == 0  # pending tool call: not complete however quiet
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"role": "tool", "tool_call_id": "c1", "content": "Friday"}) + "\n")
-        fh.write(json.dumps({"role": "user", "content": "thanks"}) + "\n")
+def _quiet_notes(follower: Follower) -> list[str]:
+    return [e.note or "" for e in follower.trace.events if e.kind == "host_note" and "quiet rule" in (e.note or "")]
+
+
+def test_a_last_turn_with_no_end_mark_waits_for_the_settle_period(tmp_path):
+    log = JsonlLog(tmp_path / "t.jsonl")  # OpenAI messages: nothing in the format marks a turn's end
+    log.write({"role": "user", "content": "hi"})
+    log.write({"role": "assistant", "content": "hello"})
+    clock = FakeClock()
+    # Times in eighths of a second add up exactly on the fake clock.
+    follower = Follower(log.path, NotesEngine(), load_config(None), interval=0.125, settle=1.0, clock=clock)
+    assert follower.poll() == 0  # just written: the writer may still be adding to this turn
+    pause(follower, clock, 0.875)
+    assert follower.played == 0  # quiet for many polls, but not for the settle period
+    pause(follower, clock, 0.125)
+    assert follower.played == 1
+    notes = _quiet_notes(follower)
+    assert len(notes) == 1 and "settle period 1 s" in notes[0]
+    assert [e.turn for e in follower.trace.events if "quiet rule" in (e.note or "")] == [0]
+    log.write({"role": "user", "content": "run the tool"})
+    log.write({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "read_note", "arguments": "{\"key\": \"deadline\"}"}}]})
+    pause(follower, clock, 3.0)
+    assert follower.played == 1  # pending tool call: not complete however quiet
+    log.write({"role": "tool", "tool_call_id": "c1", "content": "Friday"})
+    log.write({"role": "user", "content": "thanks"})
     assert follower.poll() == 1  # the next user message completes the previous turn at once
-    assert follower.played == 2
+    assert follower.played == 2 and len(_quiet_notes(follower)) == 1  # that one needed no quiet rule
+    follower.close()
+
+
+def test_a_file_finished_long_ago_is_quiet_already(tmp_path):
+    log = JsonlLog(tmp_path / "t.jsonl")
+    log.write({"role": "user", "content": "hi"})
+    log.write({"role": "assistant", "content": "hello"})
+    hour_ago = time.time() - 3600
+    os.utime(log.path, (hour_ago, hour_ago))
+    follower = Follower(log.path, NotesEngine(), load_config(None), interval=0.05, settle=60)
+    assert follower.poll() == 1  # its last write was an hour ago: no need to wait another minute
+    [note] = [e for e in follower.trace.events if "quiet rule" in (e.note or "")]
+    assert note.args["quiet_seconds"] >= 3600
     follower.close()
 
 
@@ -115,8 +141,7 @@ def test_a_source_that_breaks_mid_follow_is_reported_in_the_trace_and_to_the_cal
     rows = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
             {"role": "user", "content": "again"}, {"role": "assistant", "content": "sure"}]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    follower = Follower(path, NotesEngine(), load_config(None), interval=0.02)
-    follower.poll()
+    follower = Follower(path, NotesEngine(), load_config(None), interval=0.02, settle=0)
     follower.poll()
     assert follower.played == 2
     path.unlink()
@@ -127,7 +152,7 @@ def test_a_source_that_breaks_mid_follow_is_reported_in_the_trace_and_to_the_cal
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     follower.run(stop, on_error=reported.append, max_seconds=0.2)
     assert reported[1:] == [None]  # readable again
-    notes = [e.note for e in follower.trace.events if e.kind == "host_note" and "follow:" in (e.note or "")]
+    notes = [e.note for e in follower.trace.events if e.kind == "host_note" and "follow: the source" in (e.note or "")]
     assert len(notes) == 2 and "cannot be read" in notes[0] and "readable again" in notes[1]
     follower.close()
 
@@ -148,7 +173,8 @@ def test_cli_follow_prints_one_line_per_turn(tmp_path, capsys):
     for k in range(3):
         rows += [{"role": "user", "content": f"q{k}"}, {"role": "assistant", "content": f"a{k}"}]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    code = main(["follow", str(path), "--engine", "compressor", "--interval", "0.05", "--max-seconds", "1"])
+    code = main(["follow", str(path), "--engine", "compressor", "--interval", "0.05", "--settle", "0",
+                 "--max-seconds", "1"])
     out = capsys.readouterr()
     assert code == 0, out.err
     lines = [x for x in out.out.splitlines() if x.startswith("turn ")]
@@ -163,7 +189,7 @@ def test_run_loop_stops_and_reports_updates(tmp_path, interval):
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps({"role": "user", "content": "q"}) + "\n" + json.dumps({"role": "assistant", "content": "a"}) + "\n",
                     encoding="utf-8")
-    follower = Follower(path, NotesEngine(), load_config(None), interval=interval)
+    follower = Follower(path, NotesEngine(), load_config(None), interval=interval, settle=0)
     updates: list[int] = []
     stop = threading.Event()
     total = follower.run(stop, lambda trace, added: updates.append(len(trace.requests)), max_seconds=0.5)
@@ -179,12 +205,14 @@ def test_cli_follow_writes_the_trace_when_it_ends(tmp_path, capsys):
     rows = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     out = tmp_path / "follow.json.gz"
-    assert main(["follow", str(path), "--engine", "compressor", "--interval", "0.05", "--max-seconds", "0.5",
-                 "--out", str(out)]) == 0
+    assert main(["follow", str(path), "--engine", "compressor", "--interval", "0.05", "--settle", "0",
+                 "--max-seconds", "0.5", "--out", str(out)]) == 0
     trace = load_trace(out)
     assert trace.meta["mode"] == "follow" and len(trace.requests) == 1
     assert main(["follow", str(path), "--out", str(tmp_path / "no" / "t.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    assert main(["follow", str(path), "--settle", "-1"]) == 2
+    assert "--settle -1: must be zero or more seconds" in capsys.readouterr().err
 
 
 def _pairs(numbers: list[int]) -> str:
@@ -225,4 +253,156 @@ def test_lines_the_reader_skipped_are_noted_as_a_replay_warns(tmp_path):
     follower.poll()
     notes = [e.note or "" for e in follower.trace.events if e.kind == "host_note"]
     assert any(n.startswith("reading the source: line 3: skipped, not valid JSON") for n in notes)
+    follower.close()
+
+
+# -- a turn is played once, complete, however the writer pauses ------------------------------------
+
+def _responses(follower: Follower, turn: int) -> list[dict]:
+    """The assistant messages the replayed turn's provider calls returned, in order."""
+    trace = follower.trace
+    return [trace.store.get(r.response_key) for r in trace.requests if r.turn == turn]
+
+
+def _claude_code_turn(log: ClaudeCodeLog, follower: Follower, clock: FakeClock, gap: float, *,
+                      stop_reason: str | None = None) -> None:
+    """A question, a reply in three block lines ending in a tool call, its result, a two-block answer."""
+    log.user("When is the deadline?")
+    for block in ({"type": "thinking", "thinking": "The notes will say.", "signature": "sig"},
+                  {"type": "text", "text": "Let me check the notes."},
+                  {"type": "tool_use", "id": "toolu_1", "name": "read_note", "input": {"key": "deadline"}}):
+        pause(follower, clock, gap)
+        log.block("msg_1", block)
+    pause(follower, clock, gap)
+    log.result("toolu_1", "Friday 17:00")
+    pause(follower, clock, gap)
+    log.block("msg_2", {"type": "text", "text": "The deadline is"})
+    pause(follower, clock, gap)
+    log.block("msg_2", {"type": "text", "text": "Friday at 17:00."}, stop_reason=stop_reason, output_tokens=42)
+
+
+def test_a_claude_code_reply_is_not_played_between_its_block_lines(tmp_path):
+    log, clock = ClaudeCodeLog(tmp_path / "s.jsonl"), FakeClock()
+    follower = Follower(log.path, NotesEngine(), load_config(None), interval=0.05, settle=2.0, clock=clock)
+    # Each block line comes after a pause several poll intervals long (Claude Code writes a
+    # block when it has streamed); after the thinking or the text block the reply looks final.
+    _claude_code_turn(log, follower, clock, gap=0.5)
+    pause(follower, clock, 0.5)
+    assert follower.played == 0
+    log.user("And the venue?")  # a later turn has begun: the first is complete
+    assert follower.poll() == 1
+    replies = _responses(follower, 0)
+    assert [r.get("content") for r in replies] == ["Let me check the notes.", "The deadline is\nFriday at 17:00."]
+    assert [c["function"]["name"] for c in replies[0]["tool_calls"]] == ["read_note"]
+    assert follower.trace.requests[-1].recorded["completion_tokens"] == 42  # the last line's usage
+    assert _quiet_notes(follower) == []
+    pause(follower, clock, 0.5)
+    assert follower.played == 1  # played once
+    follower.close()
+
+
+@pytest.mark.parametrize("mark", ["stop_reason", "turn_duration"])
+def test_a_claude_code_turn_the_source_marks_ended_plays_at_once(tmp_path, mark):
+    log, clock = ClaudeCodeLog(tmp_path / "s.jsonl"), FakeClock()
+    follower = Follower(log.path, NotesEngine(), load_config(None), interval=0.05, settle=30.0, clock=clock)
+    _claude_code_turn(log, follower, clock, gap=0.5, stop_reason="end_turn" if mark == "stop_reason" else None)
+    if mark == "turn_duration":
+        assert follower.poll() == 0  # stop_reason is null on every line, as Claude Code 2.1 writes it
+        log.system("turn_duration", durationMs=2500)
+    assert follower.poll() == 1  # long before the settle period
+    assert len(_responses(follower, 0)) == 2 and _quiet_notes(follower) == []
+    follower.close()
+
+
+def test_a_codex_turn_waits_for_task_complete(tmp_path):
+    log, clock = CodexLog(tmp_path / "rollout.jsonl"), FakeClock()
+    follower = Follower(log.path, NotesEngine(), load_config(None), interval=0.05, settle=30.0, clock=clock)
+    log.prompt("t1", "When is the deadline?")
+    # Codex writes each response item as it streams: a commentary message first looks like a final reply.
+    for write in (lambda: log.item("reasoning", summary=[{"type": "summary_text", "text": "Check the notes."}]),
+                  lambda: log.say("Let me check the notes.", "commentary"),
+                  lambda: log.item("function_call", name="read_note", arguments='{"key": "deadline"}', call_id="c1"),
+                  lambda: log.usage(1000),
+                  lambda: log.item("function_call_output", call_id="c1", output="Friday 17:00"),
+                  lambda: log.say("The deadline is Friday at 17:00.", "final_answer"),
+                  lambda: log.usage(1100)):
+        write()
+        pause(follower, clock, 0.5)
+    assert follower.played == 0
+    log.event("task_complete", turn_id="t1", last_agent_message="The deadline is Friday at 17:00.")
+    assert follower.poll() == 1
+    replies = _responses(follower, 0)
+    assert replies[0]["tool_calls"][0]["function"]["name"] == "read_note"
+    assert replies[1]["content"] == "The deadline is Friday at 17:00."
+    assert [r.recorded["prompt_tokens"] for r in follower.trace.requests] == [1000, 1100]
+    follower.close()
+
+
+# -- a played turn that changes later is noticed ----------------------------------------------
+
+def _tool_turn(k: int, answer: str) -> list[dict]:
+    call = {"id": f"c{k}", "type": "function", "function": {"name": "read_note", "arguments": "{\"key\": \"deadline\"}"}}
+    return [{"role": "user", "content": f"question {k}"}, {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{k}", "content": f"note {k}"}, {"role": "assistant", "content": answer}]
+
+
+def test_a_rewritten_later_message_of_a_played_turn_is_noticed(tmp_path):
+    log = JsonlLog(tmp_path / "t.jsonl")
+    log.rewrite(_tool_turn(1, "answer 1") + _tool_turn(2, "answer 2") + [{"role": "user", "content": "question 3"}])
+    follower = Follower(log.path, NotesEngine(), load_config(None), interval=0.05)
+    assert follower.poll() == 2
+    rewritten = log.records[:]
+    rewritten[3] = {"role": "assistant", "content": "answer 1, revised at length"}  # turn 0's last message
+    log.rewrite(rewritten)
+    assert follower.poll() == 0  # turn 1, the last one replayed, is unchanged: nothing to replay again
+    notes = [e for e in follower.trace.events if e.kind == "host_note" and "rewritten" in (e.note or "")]
+    assert len(notes) == 1 and "its turn 0 differs from the one replayed" in notes[0].note
+    assert notes[0].args["changed"] == 0 and notes[0].args["new_from"] == 2
+    log.write({"role": "assistant", "content": "answer 3"})
+    log.write({"role": "user", "content": "question 4"})
+    assert follower.poll() == 1 and follower.played == 3  # following goes on with the new turns
+    follower.close()
+
+
+def test_a_turn_played_on_the_quiet_rule_that_grows_is_replayed_whole(tmp_path):
+    log, clock = ClaudeCodeLog(tmp_path / "s.jsonl"), FakeClock()
+    follower = Follower(log.path, NotesEngine(), load_config(None), interval=0.05, settle=1.0, clock=clock)
+    log.user("When is the deadline?")
+    log.block("msg_1", {"type": "text", "text": "Let me check the notes."})
+    pause(follower, clock, 1.5)  # the writer stalls longer than the settle period
+    assert follower.played == 1 and len(_quiet_notes(follower)) == 1
+    log.block("msg_1", {"type": "tool_use", "id": "toolu_1", "name": "read_note", "input": {"key": "deadline"}})
+    log.result("toolu_1", "Friday 17:00")
+    log.block("msg_2", {"type": "text", "text": "Friday at 17:00."}, stop_reason="end_turn")
+    assert follower.poll() == 1
+    notes = [e for e in follower.trace.events if "has changed since" in (e.note or "")]
+    assert len(notes) == 1 and notes[0].note.startswith("turn 0, replayed on the quiet rule, has changed since")
+    assert notes[0].args["changed"] == 0 and notes[0].args["new_from"] == 0
+    assert [len(_responses(follower, t)) for t in (0, 1)] == [1, 2]  # the whole turn, played again
+    follower.close()
+
+
+def test_messages_added_after_a_turn_ended_are_fed_with_the_next_turn(tmp_path):
+    from inspector.host.replay import replay
+    from inspector.sessions import load_session
+
+    log, clock = ClaudeCodeLog(tmp_path / "s.jsonl"), FakeClock()
+    follower = Follower(log.path, NotesEngine(), load_config(None), interval=0.05, settle=30.0, clock=clock)
+    log.user("When is the deadline?")
+    log.block("msg_1", {"type": "text", "text": "Friday."}, stop_reason="end_turn")
+    assert follower.poll() == 1
+    # The user runs a slash command: Claude Code adds its records to the turn that had ended.
+    log.user("<local-command-caveat>Caveat: generated by a local command.</local-command-caveat>")
+    log.user("<command-name>/cost</command-name>")
+    log.user("<local-command-stdout>Total cost: $0.01</local-command-stdout>")
+    pause(follower, clock, 0.5)
+    log.user("And the venue?")
+    log.block("msg_2", {"type": "text", "text": "Room 4."}, stop_reason="end_turn")
+    assert follower.poll() == 1 and follower.played == 2
+    assert not [e for e in follower.trace.events if "rewritten" in (e.note or "") or "changed" in (e.note or "")]
+    # Each request holds what a replay of the finished file sends: the command's output included.
+    full = replay(load_session(log.path), NotesEngine(), load_config(None))
+    trace = follower.trace
+    assert [trace.request_messages(r) for r in trace.requests] == [full.request_messages(r) for r in full.requests]
+    assert "Total cost" in str(trace.request_messages(trace.requests[-1]))
     follower.close()

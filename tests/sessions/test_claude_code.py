@@ -6,6 +6,8 @@ import gzip
 import json
 from pathlib import Path
 
+import pytest
+
 from inspector.sessions import load_session
 from inspector.sessions.detect import detect_format
 
@@ -130,3 +132,35 @@ def test_a_resumed_session_with_many_leading_summaries_is_still_detected(tmp_pat
     summaries = [{"type": "summary", "summary": f"earlier part {i}", "leafUuid": f"leaf-{i}"} for i in range(25)]
     path = _write(tmp_path, summaries + _session())
     assert detect_format(path) == "claude-code"
+
+
+def _reply(uuid, parent, block, stop_reason):
+    record = _assistant(uuid, parent, "msg_" + uuid, block, _usage(1, 0, 0, 1))
+    record["message"]["stop_reason"] = stop_reason
+    return record
+
+
+TEXT = {"type": "text", "text": "done"}
+TOOL = {"type": "tool_use", "id": "t9", "name": "Bash", "input": {"command": "ls"}}
+
+
+@pytest.mark.parametrize("tail, ended", [
+    ([_reply("a1", "u1", TEXT, None)], False),  # 2.1.x: null on every line, more blocks may follow
+    ([_reply("a1", "u1", TEXT, "end_turn")], True),
+    ([_reply("a1", "u1", TEXT, "max_tokens")], True),
+    ([_reply("a1", "u1", TOOL, "tool_use")], False),
+    ([_reply("a1", "u1", TEXT, "pause_turn")], False),  # the client resumes a paused turn
+    ([_reply("a1", "u1", TEXT, None), _rec("d1", "a1", "system", None, subtype="turn_duration", durationMs=900)], True),
+    ([_reply("a1", "u1", TOOL, None),
+      _rec("i1", "a1", "user", {"role": "user", "content": "[Request interrupted by user for tool use]"})], True),
+])
+def test_a_turn_is_ended_by_turn_duration_a_final_stop_reason_or_an_interruption(tmp_path: Path, tail, ended):
+    records = [_rec("u1", None, "user", {"role": "user", "content": "list the files"}), *tail]
+    [turn] = load_session(str(_write(tmp_path, records))).turns
+    assert turn.ended is ended
+
+
+def test_only_a_turn_the_file_closes_is_ended(tmp_path: Path):
+    s = load_session(str(_write(tmp_path, _session())))
+    # The first turn ends on hook context after a compaction; the second is closed by turn_duration.
+    assert [t.ended for t in s.turns] == [False, True]

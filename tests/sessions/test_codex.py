@@ -112,3 +112,43 @@ def test_without_token_counts_each_answer_after_a_tool_output_is_its_own_call(tm
     answers = [s.messages[c.message_index] for c in s.api_calls]
     assert [[t["id"] for t in a.get("tool_calls") or []] for a in answers] == [["A"], ["B"], []]
     assert answers[-1]["content"] == "All done."
+
+
+def test_a_turn_is_ended_by_task_complete_or_turn_aborted(tmp_path: Path):
+    lines = [_line("session_meta", {"id": "sess-3", "timestamp": "2026-02-23T12:00:00Z", "cwd": "/r"})]
+    for turn_id, end in (("t1", "task_complete"), ("t2", "turn_aborted"), ("t3", None)):
+        lines += [
+            _line("event_msg", {"type": "task_started", "turn_id": turn_id}),
+            _line("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": turn_id}]}),
+            _line("event_msg", {"type": "user_message", "message": turn_id}),
+            _line("response_item", {"type": "message", "role": "assistant", "phase": "commentary",
+                                    "content": [{"type": "output_text", "text": "Looking."}]}),
+        ]
+        if end:
+            lines.append(_line("event_msg", {"type": end, "turn_id": turn_id}))
+    path = tmp_path / "rollout-2026-02-23T12-00-00-sess-3.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    s = load_session(str(path))
+    # The third turn's last item reads like an answer, but Codex has not said the turn is over.
+    assert [(t.turn_id, t.ended) for t in s.turns] == [("t1", True), ("t2", True), ("t3", False)]
+
+
+def test_context_injected_before_the_first_task_is_not_a_prompt(tmp_path: Path):
+    """A rollout still being written: so far only the instructions and context Codex sends first."""
+    msg = lambda role, text: {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}  # noqa: E731
+    lines = [
+        _line("session_meta", {"id": "sess-4", "timestamp": "2026-02-23T12:00:00Z", "cwd": "/r"}),
+        _line("response_item", msg("developer", "permissions")),
+        _line("response_item", msg("user", "# AGENTS.md instructions")),
+        _line("response_item", msg("user", "<environment_context>cwd /r</environment_context>")),
+    ]
+    path = tmp_path / "rollout-2026-02-23T12-00-00-sess-4.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    s = load_session(str(path))
+    assert [t.user_index for t in s.turns] == [None]  # no prompt yet, so no turn a follower could play
+    assert all(m["x_flags"]["meta"] for m in s.messages if m["role"] == "user")
+    lines += [_line("event_msg", {"type": "task_started", "turn_id": "t1"}), _line("response_item", msg("user", "go")),
+              _line("event_msg", {"type": "user_message", "message": "go"})]
+    path.write_text("\n".join(lines) + "\n")
+    s = load_session(str(path))
+    assert [(s.messages[t.user_index]["content"], t.start) for t in s.turns] == [("go", 1)]  # the context leads it

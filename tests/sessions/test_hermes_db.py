@@ -406,3 +406,20 @@ def test_detection_reads_only_the_head_of_a_database_and_names_a_gzipped_one(tmp
     packed.write_bytes(gz.compress(plain_db.read_bytes()))
     with pytest.raises(ReaderError, match="gzip-compressed SQLite database: decompress it first"):
         load_session(str(packed))
+
+
+def test_a_turn_is_ended_by_a_final_reply_that_finished_with_stop(tmp_path: Path):
+    path = tmp_path / "state.db"
+    conn = fx.create(path)
+    fx.add_session(conn, "s1", system_prompt="sys")
+    fx.plain_exchange(conn, "s1", T0, "fix the bug")  # ends with finish_reason stop
+    fx.add_message(conn, "s1", "user", "Review the conversation above and save memories", timestamp=T0 + 5)
+    fx.add_message(conn, "s1", "assistant", "curated", timestamp=T0 + 6)  # not replayed: does not reopen it
+    fx.add_message(conn, "s1", "user", "write it all out", timestamp=T0 + 10)
+    fx.add_message(conn, "s1", "assistant", "Part one…", timestamp=T0 + 11, finish_reason="length")
+    fx.add_message(conn, "s1", "user", "and now?", timestamp=T0 + 20)
+    fx.add_message(conn, "s1", "assistant", None, timestamp=T0 + 21, finish_reason="tool_calls",
+                   tool_calls=[fx.tool_call("c1", "read_file", {"path": "a"})])
+    conn.commit()
+    conn.close()
+    assert [t.ended for t in load_session(str(path)).turns] == [True, False, False]

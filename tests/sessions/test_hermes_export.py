@@ -124,3 +124,13 @@ def test_request_dump_is_one_prompt(tmp_path: Path):
     s = load_session(str(path))
     assert s.id == "sid" and [m["role"] for m in s.messages] == ["system", "user"] and s.api_calls == []
     assert s.meta["reason"] == "max_retries"
+
+
+def test_an_exported_turn_is_ended_by_a_final_reply_that_finished_with_stop(tmp_path: Path):
+    rows = [_row(1, "s1", "user", "hi"), _row(2, "s1", "assistant", "hello", finish_reason="stop"),
+            _row(3, "s1", "user", "more"), _row(4, "s1", "assistant", "and", finish_reason="length")]
+    path = tmp_path / "short.jsonl"
+    path.write_text(_session_line("s1", rows) + "\n", encoding="utf-8")
+    assert [t.ended for t in load_session(str(path)).turns] == [True, False]
+    # The group-chat message observed after the answer is replayed too: the turn is not over.
+    assert [t.ended for t in load_session(str(_export(tmp_path))).turns] == [False]

@@ -87,6 +87,7 @@ def test_follow_dock_replays_a_growing_jsonl(qtbot, make_window, tmp_path: Path)
     target, result = tmp_path / "live.jsonl", tmp_path / "result.json"
     follow = w.follow_panel
     follow.interval.setValue(0.1)
+    follow.settle.setValue(0.5)  # the writer's lines carry no end-of-turn mark: the last turn settles
     proc = subprocess.Popen([sys.executable, str(WRITER), "jsonl", str(target), "3", "0.3", str(result)])
     try:
         w.act["follow"].trigger()
@@ -102,6 +103,7 @@ def test_follow_dock_replays_a_growing_jsonl(qtbot, make_window, tmp_path: Path)
     assert seen == sorted(seen) and len(set(seen)) >= 2, seen  # turns arrived while the writer wrote
     assert w.trace is not None and w.trace.meta.get("mode") == "follow"
     assert sum(1 for r in w.trace.requests) == 6  # 3 turns × (tool call, answer)
+    assert 2 in [e.turn for e in w.trace.events if "settle period 0.5 s" in (e.note or "")]
     follow.stop()
     qtbot.waitUntil(lambda: not follow.running, timeout=15_000)
     QApplication.processEvents()

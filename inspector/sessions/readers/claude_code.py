@@ -6,7 +6,9 @@ usage (the only one with the final ``output_tokens``). Tool results arrive in ``
 and become ``tool`` messages. A ``system/compact_boundary`` becomes a compaction marker whose
 new context starts at the ``isCompactSummary`` message. Records on abandoned ``parentUuid``
 branches (edits, retries) are left out and listed in the warnings. Subagent files next to the
-session (``<id>/subagents/agent-*.jsonl``) load as child sessions.
+session (``<id>/subagents/agent-*.jsonl``) load as child sessions. A turn is marked ``ended``
+when a ``system/turn_duration`` record follows it, or its last reply carries a final
+``stop_reason`` (a file still being written may hold only some of a reply's block lines).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ META_PREFIXES = (
 INTERRUPTED = "[Request interrupted by user"
 NOTIFICATION = "<task-notification>"
 NOT_CONVERSATION = ("progress", "file-history-snapshot", "queue-operation")
+# Anthropic stop reasons after which the model does not go on by itself (``tool_use`` waits for
+# results, ``pause_turn`` is resumed by the client); 2.1.x writes null on every line.
+FINAL_STOP_REASONS = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal", "model_context_window_exceeded"})
 
 
 def _active_records(records: list[tuple[int, dict[str, Any]]], warnings: list[str]) -> list[tuple[int, dict[str, Any]]]:
@@ -158,6 +163,7 @@ class _Builder:
         self.groups: dict[str, int] = {}  # message.id -> index of its assistant message
         self.usage: dict[int, tuple[dict[str, Any], int]] = {}
         self.annotations: dict[str, int] = {}
+        self.turn_closed_at: set[int] = set()  # message counts at which a system/turn_duration was written
 
     def note(self, kind: str) -> None:
         self.annotations[kind] = self.annotations.get(kind, 0) + 1
@@ -262,6 +268,8 @@ class _Builder:
                 msg.setdefault("x_other_blocks", []).append(dict(block))
         if isinstance(message.get("usage"), dict):
             self.usage[index] = (message["usage"], lineno)
+        if isinstance(message.get("stop_reason"), str):
+            msg["x_stop_reason"] = message["stop_reason"]
 
     def system(self, rec: dict[str, Any], lineno: int) -> None:
         sub = rec.get("subtype")
@@ -277,6 +285,8 @@ class _Builder:
                 )
             )
             self.s.meta.setdefault("compaction_triggers", []).append(meta.get("trigger"))
+        elif sub == "turn_duration":
+            self.turn_closed_at.add(len(self.s.messages))
         self.note(f"system/{sub}")
 
     def finish(self) -> Session:
@@ -291,7 +301,16 @@ class _Builder:
             s.api_calls.append(ApiCall(message_index=index, usage=usage, timestamp=msg.get("x_timestamp"), model=model))
         s.meta["annotations"] = self.annotations
         s.turns = build_turns(s.messages, turn_start=_turn_start)
+        for turn in s.turns:
+            turn.ended = turn.end in self.turn_closed_at or _ends_turn(s.messages[turn.end - 1])
         return finalize(s)
+
+
+def _ends_turn(msg: dict[str, Any]) -> bool:
+    """A turn's last message says it is over: a reply with a final stop reason, or an interruption."""
+    if msg.get("role") == "assistant":
+        return not msg.get("tool_calls") and msg.get("x_stop_reason") in FINAL_STOP_REASONS
+    return msg.get("role") == "user" and bool(flags_of(msg).get("interrupted"))
 
 
 def _turn_start(msg: dict[str, Any]) -> bool:

@@ -70,6 +70,10 @@ class _Builder:
         self.genuine: set[int] = set()
         self.skipped: dict[str, int] = {}
         self.saw_user_events = False  # legacy rollouts have none: then every user item is a prompt
+        self.wrapped = False  # lines carry a ``payload`` (not a legacy rollout)
+        # User items written before the first task_started of a wrapped rollout: injected context
+        # (AGENTS.md, environment), not prompts, unless a user_message event claims one.
+        self.preamble: set[int] = set()
 
     @property
     def msgs(self) -> list[dict[str, Any]]:
@@ -122,7 +126,10 @@ class _Builder:
                     isinstance(c, dict) and c.get("type") == "input_image" for c in p["content"]
                 ):
                     content = [_part(c) for c in p["content"] if isinstance(c, dict)]
-                self.user_items.append(self.add({"role": "user", "content": content}, ts, lineno))
+                index = self.add({"role": "user", "content": content}, ts, lineno)
+                self.user_items.append(index)
+                if self.wrapped and not self.turns:
+                    self.preamble.add(index)
                 return
             self.s.warnings.append(f"line {lineno}: message with unknown role {role!r}; skipped")
         elif kind == "reasoning":
@@ -232,7 +239,8 @@ class _Builder:
         self.close_call()
         s = self.s
         if not self.saw_user_events:
-            self.genuine = {i for i, m in enumerate(s.messages) if m["role"] == "user" and not flags_of(m).get("synthetic")}
+            self.genuine = {i for i, m in enumerate(s.messages)
+                            if m["role"] == "user" and not flags_of(m).get("synthetic") and i not in self.preamble}
         for i, msg in enumerate(s.messages):
             if msg["role"] == "user" and i not in self.genuine and not flags_of(msg).get("synthetic"):
                 flag(msg, meta=True)
@@ -242,7 +250,8 @@ class _Builder:
                 end = self.turns[k + 1]["start"] if k + 1 < len(self.turns) else len(s.messages)
                 user = next((i for i in range(t["start"], end) if i in self.genuine), None)
                 s.turns.append(
-                    Turn(index=k, start=t["start"], end=end, user_index=user, interrupted=not t["done"], turn_id=t["id"])
+                    Turn(index=k, start=t["start"], end=end, user_index=user, interrupted=not t["done"], turn_id=t["id"],
+                         ended=t["done"] or t["aborted"])
                 )
             # The preamble injected before the first task_started belongs to that turn.
             s.turns[0].start = 1 if s.messages and s.messages[0].get("role") == "system" and s.turns[0].start > 0 else 0
@@ -287,7 +296,7 @@ def read(source: Source, session_id: str | None = None) -> Session:
             else:
                 b.s.warnings.append(f"line {lineno}: skipped, no 'payload' object")
             continue
-        seen_any = True
+        seen_any = b.wrapped = True
         if kind == "session_meta":
             _meta(b, payload, ts)
         elif kind == "response_item":

@@ -25,7 +25,7 @@ from inspector.sessions.common import (
     origin,
     parse_timestamp,
 )
-from inspector.sessions.model import Compaction, message_text
+from inspector.sessions.model import Compaction, Turn, is_replayable, message_text
 
 JSON_PREFIX = "\x00json:"
 HARNESS_PREFIXES = ("review the conversation above",)
@@ -140,6 +140,21 @@ def mark_harness_replies(messages: list[dict[str, Any]]) -> None:
     for i, msg in enumerate(messages[:-1]):
         if flags_of(msg).get("harness") and messages[i + 1].get("role") == "assistant":
             flag(messages[i + 1], meta=True, harness=True)
+
+
+def mark_turn_ends(messages: list[dict[str, Any]], turns: list[Turn]) -> None:
+    """A turn has ended when its last real message is a reply the model finished with ``stop``.
+
+    Hermes writes whole rows, one per message, so the only open question for a session still
+    being written is whether more calls follow: ``tool_calls`` leaves the turn open, and so, to
+    be safe, does any reason other than ``stop`` (a truncated ``length`` reply may be continued)
+    or none at all. Rows appended later that a replay skips (the background review and its
+    reply, compaction copies) do not reopen it.
+    """
+    for turn in turns:
+        last = next((messages[i] for i in range(turn.end - 1, turn.start - 1, -1) if is_replayable(messages[i])), None)
+        turn.ended = (last is not None and last.get("role") == "assistant" and not last.get("tool_calls")
+                      and last.get("x_finish_reason") == "stop")
 
 
 def _sig(msg: dict[str, Any]) -> tuple[Any, ...]:

@@ -22,6 +22,7 @@ from inspector.sessions.readers.hermes_common import (
     map_row,
     mark_compactions,
     mark_harness_replies,
+    mark_turn_ends,
 )
 from inspector.sessions.sqlite_ro import connect_readonly
 from inspector.sessions.summary import SessionSummary
@@ -334,4 +335,5 @@ def _build(db: _Db, chain: list[str]) -> Session:
         session.meta["segment_system_prompts_differ"] = len(set(prompts.values())) > 1
     session.api_calls = default_api_calls(session, model=session.model)
     session.turns = build_turns(session.messages)
+    mark_turn_ends(session.messages, session.turns)
     return finalize(session)

@@ -25,7 +25,12 @@ from inspector.sessions.common import (
     parse_timestamp,
 )
 from inspector.sessions.model import ReaderError, Session, Usage
-from inspector.sessions.readers.hermes_common import map_row, mark_compactions, mark_harness_replies
+from inspector.sessions.readers.hermes_common import (
+    map_row,
+    mark_compactions,
+    mark_harness_replies,
+    mark_turn_ends,
+)
 from inspector.sessions.readers.openai_chat import build_session, pick_record
 from inspector.sessions.source import Source, iter_jsonl, parse_json
 from inspector.sessions.summary import SessionSummary, summarize
@@ -95,6 +100,7 @@ def _build_export(rec: dict[str, Any], source: Source, lineno: int) -> Session:
             session.meta[key] = rec[key]
     session.api_calls = default_api_calls(session, model=session.model)
     session.turns = build_turns(session.messages)
+    mark_turn_ends(session.messages, session.turns)
     return finalize(session)
 
 

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inspector.live import DEFAULT_SETTLE_SECONDS
 from inspector.trace.model import Trace
 from inspector.ui import theme
 
@@ -42,10 +43,10 @@ class _FollowWorker(QObject):
     failed = Signal(str, str)
 
     def __init__(self, source: str, engine: str, config: dict[str, Any], plugin_dirs: list[str], interval: float,
-                 stop: threading.Event, max_seconds: float | None) -> None:
+                 settle: float, stop: threading.Event, max_seconds: float | None) -> None:
         super().__init__()
         self.source, self.engine, self.config = source, engine, config
-        self.plugin_dirs, self.interval, self.stop = plugin_dirs, interval, stop
+        self.plugin_dirs, self.interval, self.settle, self.stop = plugin_dirs, interval, settle, stop
         self.max_seconds = max_seconds
 
     @Slot()
@@ -56,7 +57,7 @@ class _FollowWorker(QObject):
         try:
             self.status.emit(f"Loading {self.engine or 'the configured engine'}…")
             follower = Follower(self.source, self.engine or None, self.config, plugin_dirs=self.plugin_dirs,
-                                interval=self.interval)
+                                interval=self.interval, settle=self.settle)
             self.status.emit(f"Following {self.source} (polling every {self.interval:g}s)…")
 
             def on_update(snapshot: Trace, added: int) -> None:
@@ -113,6 +114,13 @@ class FollowPanel(QWidget):
         self.interval.setValue(1.0)
         self.interval.setSuffix(" s")
         self.interval.setSingleStep(0.5)
+        self.settle = QDoubleSpinBox()
+        self.settle.setRange(0.0, 600.0)
+        self.settle.setValue(DEFAULT_SETTLE_SECONDS)
+        self.settle.setSuffix(" s")
+        self.settle.setToolTip("A last turn the source marks no end for (no next prompt, turn_duration, final stop "
+                               "reason or task_complete) is replayed once the source has not changed for this long.\n"
+                               "Writers pause between the pieces of one reply, so keep it well above the poll interval.")
         self.start_button = QPushButton("Start following")
         self.stop_button = QPushButton("Stop")
         self.start_button.clicked.connect(lambda: self.start())
@@ -125,6 +133,7 @@ class FollowPanel(QWidget):
         form.addRow("Source", source_row)
         form.addRow("Engine", self.engine_combo)
         form.addRow("Poll every", self.interval)
+        form.addRow("Settle after", self.settle)
         buttons = QHBoxLayout()
         buttons.addWidget(self.start_button)
         buttons.addWidget(self.stop_button)
@@ -181,7 +190,7 @@ class FollowPanel(QWidget):
         self.played = 0
         self.updates = 0
         worker = _FollowWorker(src, self.engine_combo.currentText().strip(), config, list(plugin_dirs),
-                               float(self.interval.value()), self._stop, max_seconds)
+                               float(self.interval.value()), float(self.settle.value()), self._stop, max_seconds)
         thread = QThread()
         thread.setObjectName("inspector-follow")
         worker.moveToThread(thread)
