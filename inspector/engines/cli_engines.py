@@ -8,7 +8,8 @@ import sys
 
 from inspector.engines.stdout_guard import stdout_to_stderr
 
-HELP = "List every discoverable context engine with its description, source and whether it loads."
+HELP = ("List every discoverable context engine with its description, source, whether it loads and whether it "
+        "reports itself available (is_available()).")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from inspector.config import ConfigError, load_config
+    from inspector.engines.availability import YES
     from inspector.engines.discovery import discover_engines, plugin_dir_problems
 
     try:
@@ -35,13 +37,20 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([i.to_json() for i in infos], indent=2))
         return 0
     selected = str(config.get("context", {}).get("engine") or "compressor") if isinstance(config.get("context"), dict) else "compressor"
-    rows = [("", "NAME", "SOURCE", "LOADS", "VERSION", "DESCRIPTION")]
+    rows = [("", "NAME", "SOURCE", "LOADS", "AVAILABLE", "VERSION", "DESCRIPTION")]
     for i in infos:
         mark = "*" if i.name == selected else ""
-        rows.append((mark, i.name, i.source, "yes" if i.loads else "no", i.version or "-", i.description or "-"))
-    widths = [max(len(r[c]) for r in rows) for c in range(5)]
+        available = i.availability.state if i.availability else "-"
+        rows.append((mark, i.name, i.source, "yes" if i.loads else "no", available, i.version or "-", i.description or "-"))
+    widths = [max(len(r[c]) for r in rows) for c in range(6)]
     for r in rows:
-        print("  ".join(r[c].ljust(widths[c]) for c in range(5)) + "  " + r[5])
+        print("  ".join(r[c].ljust(widths[c]) for c in range(6)) + "  " + r[6])
+    not_available = [(i.name, i.availability) for i in infos if i.availability and i.availability.state != YES]
+    if not_available:
+        print("\nNot available by their own account (Hermes lists them as unavailable but activates an engine "
+              "context.engine names regardless):")
+        for name, availability in not_available:
+            print(f"  {name}: {availability.describe()}")
     for i in infos:
         if i.error:
             print(f"\n{i.name} ({i.source}, {i.path}) does not load:")
@@ -51,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"\n{i.name}: warnings")
             for w in i.warnings:
                 print("  - " + w.replace("\n", "\n    "))
-    print(f"\n* = selected by context.engine ({selected}); {sum(i.loads for i in infos)}/{len(infos)} load."
+    print(f"\n* = selected by context.engine ({selected}); {sum(i.loads for i in infos)}/{len(infos)} load"
+          + (f", {len(not_available)} not available." if not_available else ".")
           + ("" if args.verbose else " Use -v for tracebacks."))
     return 0
 

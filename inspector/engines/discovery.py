@@ -28,6 +28,7 @@ import yaml
 
 from inspector import yaml_safe
 from inspector.config import cfg_get
+from inspector.engines.availability import Availability, hook_timeout, probe
 from inspector.engines.compat import CompatReport, activate, install_compat
 from inspector.engines.compat.plugins import PluginManager, PluginManifest, ToolRegistration
 from inspector.engines.home_mirror import real_expanduser
@@ -79,8 +80,10 @@ class EngineInfo:
     warnings: list[str] = field(default_factory=list)
     how: str = ""
     plugin: str = ""
+    availability: Availability | None = None  # the engine's is_available(), when it loads and was asked
 
     def to_json(self) -> dict[str, Any]:
+        availability = self.availability.to_json() if self.availability else {"available": None, "availability": None}
         return {
             "name": self.name,
             "description": self.description,
@@ -93,6 +96,7 @@ class EngineInfo:
             "warnings": list(self.warnings),
             "how": self.how,
             "plugin": self.plugin,
+            **availability,
         }
 
 
@@ -111,6 +115,7 @@ class LoadedEngine:
     deepcopy_error: str | None = None
     ctx_calls: list[str] = field(default_factory=list)
     module_name: str = ""
+    availability: Availability | None = None
 
     @contextlib.contextmanager
     def activate(self) -> Iterator[LoadedEngine]:
@@ -290,11 +295,13 @@ def _info_for(cand: _Candidate, produced: Produced | None, error: str | None) ->
     return info
 
 
-def _builtin_info(config: dict[str, Any], construct: bool) -> EngineInfo:
+def _builtin_info(config: dict[str, Any], construct: bool, timeout: float | None = None) -> EngineInfo:
     info = EngineInfo(DEFAULT_ENGINE, BUILTIN_DESCRIPTION, "", SOURCE_BUILTIN, "inspector.engines.compressor", True, how="built-in")
     try:
         if construct:
-            build_builtin_compressor(config)
+            engine = build_builtin_compressor(config)
+            if timeout is not None:
+                info.availability = probe(engine, timeout)
         else:
             import inspector.engines.compressor  # noqa: F401
     except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
@@ -309,12 +316,18 @@ def discover_engines(
     *,
     include_project: bool = True,
     include_entry_points: bool = True,
+    ask_availability: bool = True,
 ) -> list[EngineInfo]:
-    """Every engine the chosen places offer, each loaded once to say whether it works."""
+    """Every engine the chosen places offer, each loaded once to say whether it works.
+
+    With ``ask_availability`` each engine that loads is asked ``is_available()`` (under the hook
+    timeout), as Hermes' own listing does.
+    """
+    timeout = hook_timeout(config) if ask_availability else None
     sandbox = create_sandbox(config)
     try:
         install_compat(config, sandbox.path)
-        infos = [_builtin_info(config, construct=True)]
+        infos = [_builtin_info(config, construct=True, timeout=timeout)]
         seen: dict[str, EngineInfo] = {DEFAULT_ENGINE: infos[0]}
         for cand in _scan(plugin_search_dirs(config, plugin_dirs, include_project=include_project), include_entry_points):
             manager = PluginManager()
@@ -328,7 +341,9 @@ def discover_engines(
                     error = f"{exc}\n\n{exc.details}".rstrip()
                 except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
                     error = f"{type(exc).__name__}: {exc}\n\n{format_exc(exc)}"
-            info = _info_for(cand, produced, error)
+                info = _info_for(cand, produced, error)
+                if info.loads and produced is not None and timeout is not None:
+                    info.availability = probe(produced.engine, timeout)
             if produced is not None and produced.engine is not None and cand.kind != SOURCE_DIRECTORY:
                 copy_error = _deepcopy_error(produced.engine)
                 if copy_error:
@@ -361,6 +376,7 @@ def load_engine(
     include_project: bool = True,
     include_entry_points: bool = True,
     hermes_home: str | Path | None = None,
+    ask_availability: bool = True,
 ) -> LoadedEngine:
     """Load the engine ``name`` (``None`` → ``context.engine`` → ``compressor``) the way Hermes would.
 
@@ -368,7 +384,8 @@ def load_engine(
     ``update_model``. General-plugin engines are deep-copied per agent, as Hermes does; when
     that fails the original instance is used and the failure is reported (Hermes would fall
     back to the built-in compressor there). ``hermes_home`` uses that directory instead of a
-    temporary sandbox (only when the user asks for their real home).
+    temporary sandbox (only when the user asks for their real home). ``ask_availability`` records
+    the engine's ``is_available()`` answer; like Hermes, loading never depends on it.
     """
     name = name or str(cfg_get(config, "context.engine", "") or DEFAULT_ENGINE)
     sandbox = create_sandbox(config, real_home=hermes_home)
@@ -379,6 +396,8 @@ def load_engine(
                           user_home=sandbox.user_home):
             loaded = _load_selected(name, config, plugin_dirs, include_project, include_entry_points, sandbox, report, manager)
             _load_enabled_hook_plugins(loaded, config, plugin_dirs, include_project)
+            if ask_availability:
+                loaded.availability = probe(loaded.engine, hook_timeout(config))
         loaded.tools = loaded.plugin_manager.tools
         loaded.warnings.extend(w for w in manager.warnings if w not in loaded.warnings)
         return loaded
@@ -515,7 +534,8 @@ def _available(config: dict[str, Any], plugin_dirs: Any, include_project: bool, 
     """Names that would load, for error messages (a discovery pass over the folders the user chose;
     installed entry-point plugins are only named, never imported, for a message)."""
     try:
-        infos = discover_engines(config, plugin_dirs, include_project=include_project, include_entry_points=False)
+        infos = discover_engines(config, plugin_dirs, include_project=include_project, include_entry_points=False,
+                                 ask_availability=False)
     except (Exception, SystemExit):  # not KeyboardInterrupt: the user stops us
         return [DEFAULT_ENGINE]
     names = []

@@ -28,6 +28,7 @@ from inspector.config import cfg_get
 from inspector.engines.contract import engine_overrides_hook
 from inspector.engines.doctor_runtime import AgentThread, CallOutcome, call_on_new_thread
 from inspector.engines.doctor_static import check_import, scan_imports, source_files, validate_messages
+from inspector.engines.duck import describe as describe_duck
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 TOKEN_ATTRS = ("last_prompt_tokens", "last_completion_tokens", "last_total_tokens", "threshold_tokens",
@@ -335,13 +336,8 @@ class HookDriver:
         if not isinstance(out.value, bool) and "should_compress-type" not in self._bad_attrs:
             self._bad_attrs.add("should_compress-type")
             self.report.add(WARN, "hook:should_compress", f"should_compress returned {type(out.value).__name__}, not bool (Hermes uses its truth value)")
-        info = self.call("should_compress_info", tokens)
-        if not info.ok:
-            self.fault("should_compress_info", info)
-        elif not (isinstance(info.value, tuple) and len(info.value) == 2 and (info.value[1] is None or isinstance(info.value[1], str))):
-            if "info-shape" not in self._bad_attrs:
-                self._bad_attrs.add("info-shape")
-                self.report.add(FAIL, "hook:should_compress_info", f"should_compress_info returned {info.value!r}; expected (bool, str | None)")
+        if callable(getattr(self.engine, "should_compress_info", None)):  # Hermes looks before it calls
+            self._compress_info(tokens)
         if out.value:
             return self._compress(messages, tokens)
         if engine_overrides_hook(self.engine, "prune_tool_results_only"):
@@ -360,6 +356,15 @@ class HookDriver:
                 if pruned is messages:
                     return messages
         return messages
+
+    def _compress_info(self, tokens: int) -> None:
+        info = self.call("should_compress_info", tokens)
+        if not info.ok:
+            self.fault("should_compress_info", info)
+        elif not (isinstance(info.value, tuple) and len(info.value) == 2 and (info.value[1] is None or isinstance(info.value[1], str))):
+            if "info-shape" not in self._bad_attrs:
+                self._bad_attrs.add("info-shape")
+                self.report.add(FAIL, "hook:should_compress_info", f"should_compress_info returned {info.value!r}; expected (bool, str | None)")
 
     def _compress(self, messages: list, tokens: int, *, force: bool = False) -> list:
         snapshot = copy.deepcopy(messages)  # Hermes [M]: a private deep snapshot on a pooled thread
@@ -418,8 +423,10 @@ class HookDriver:
         out = self.call("update_from_response", {})
         if not out.ok:
             self.fault("update_from_response", out, context=" with an empty usage dict (Hermes sends {} while awaiting real usage)")
-        out = self.call("get_status")
-        if not out.ok:
+        if not callable(getattr(self.engine, "get_status", None)):
+            self.report.add(WARN, "hook:get_status", "no get_status: Hermes' host never calls it, but the inspector "
+                            "shows no engine status for this engine")
+        elif not (out := self.call("get_status")).ok:
             self.fault("get_status", out)
         elif not isinstance(out.value, dict):
             self.report.add(FAIL, "hook:get_status", f"get_status returned {type(out.value).__name__}, not a dict")
@@ -510,14 +517,32 @@ def _check_deepcopy(loaded: Any, report: DoctorReport) -> None:
     report.add(PASS, "deepcopy", "copy.deepcopy(engine) works")
 
 
+def _check_available(loaded: Any, report: DoctorReport, timeout: float, agent: AgentThread) -> None:
+    """The engine's is_available(): shown, never a failure, since Hermes activates the engine regardless."""
+    from inspector.engines.availability import UNKNOWN, YES, Availability, probe, unavailable_note
+
+    out = agent.call(probe, loaded.engine, timeout, timeout=timeout + 5)
+    availability = out.value if out.ok else Availability(UNKNOWN, f"asking it failed: {out.describe()}")
+    if availability.state == YES:
+        report.add(PASS, "available", availability.reason)
+    else:
+        report.add(WARN, "available", unavailable_note(loaded.info.name, availability) or availability.describe())
+
+
 def _check_abc(loaded: Any, report: DoctorReport, name: str) -> bool:
     from inspector.engines.compat.plugins import is_context_engine
 
     engine = loaded.engine
-    if not is_context_engine(engine):
-        report.add(FAIL, "abc", f"{type(engine).__name__} is not a ContextEngine subclass: the host relies on the base "
-                   "class' defaults (should_compress_info, select_context, get_status, …)")
+    duck = not is_context_engine(engine)
+    if duck and loaded.info.source != "directory":
+        report.add(FAIL, "abc", f"{type(engine).__name__} is not a ContextEngine subclass: Hermes' "
+                   "ctx.register_context_engine refuses it and falls back to the built-in compressor")
         ok = False
+    elif duck:
+        findings = describe_duck(engine)
+        for status, text in findings:
+            report.add(status, "abc", text)
+        ok = not any(status == FAIL for status, _ in findings)
     else:
         abstract = sorted(getattr(type(engine), "__abstractmethods__", ()) or ())
         ok = not abstract
@@ -547,8 +572,9 @@ def _check_abc(loaded: Any, report: DoctorReport, name: str) -> bool:
     for hook, (args, kwargs) in sigs:
         fn = getattr(engine, hook, None)
         if not callable(fn):
-            report.add(FAIL, "signature", f"{hook} is missing or not callable")
-            ok = False
+            if not duck:  # a duck-typed engine's missing hooks are judged above, as Hermes treats each
+                report.add(FAIL, "signature", f"{hook} is missing or not callable")
+                ok = False
             continue
         try:
             inspect.signature(fn).bind(*args, **kwargs)
@@ -630,7 +656,7 @@ def run_doctor(
     loaded = None
     try:
         out = agent.call(load_engine, name, config, plugin_dirs, include_project=include_project,
-                         include_entry_points=include_entry_points, timeout=max(timeout, 30.0))
+                         include_entry_points=include_entry_points, ask_availability=False, timeout=max(timeout, 30.0))
         if out.timed_out:
             report.add(FAIL, "load", f"loading {name!r} did not finish within {max(timeout, 30.0):g}s")
             return report
@@ -646,6 +672,8 @@ def run_doctor(
         report.source, report.path = loaded.info.source, loaded.info.path
         for check in (_check_loading, _check_imports, _check_deepcopy):
             _guarded_check(report, check.__name__, check, loaded, report)
+        with loaded.activate():
+            _guarded_check(report, "available", _check_available, loaded, report, timeout, agent)
         abc_ok = _guarded_check(report, "abc", _check_abc, loaded, report, name)
         log = AuxCallLog()
         with loaded.activate(), recording(log):

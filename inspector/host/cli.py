@@ -46,12 +46,16 @@ def _progress(label: str, quiet: bool):
 
 def run_engines(session: Any, names: list[str], config: dict, plugin_dirs: list[str], quiet: bool = True) -> list:
     """Load each engine fresh (engines are stateful) and replay; returns traces in order."""
+    from inspector.engines.availability import unavailable_note
     from inspector.engines.discovery import load_engine
     from inspector.host.replay import replay
 
     traces = []
     for name in names:
         loaded = load_engine(name, config, plugin_dirs=plugin_dirs)
+        unavailable = unavailable_note(name, loaded.availability)
+        if unavailable:
+            print(f"note: {unavailable}", file=sys.stderr)
         try:
             traces.append(replay(session, loaded, config, progress=_progress(name, quiet), label=name))
         except Exception as exc:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from inspector import __version__
+from inspector.engines.availability import unavailable_note
 from inspector.host.gc_batches import collect_batch, collection_in_batches
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.responders import ReplayResponder, WireMessages
@@ -265,6 +266,10 @@ def replay(
     _pin_summary_date(engine, session)
     for warning in getattr(loaded, "warnings", None) or ():
         host.note(f"engine loading: {warning}")  # what Hermes would have done differently, in the trace
+    availability = getattr(loaded, "availability", None)
+    unavailable = unavailable_note(name or label or "engine", availability)
+    if unavailable:
+        host.note(unavailable, available=availability.available)
     assumed = model_note(session, host_model)
     if assumed:
         host.note(assumed)

@@ -32,3 +32,25 @@ def test_doctor_exit_codes(capsys):
     assert data["failed"] and any("orphan" in f["message"] for f in data["findings"])
     assert main(["doctor", "nope", "--plugin-dir", str(BASIC)]) == 1
     assert "Available engines" in capsys.readouterr().out
+
+
+def test_engines_shows_what_each_engine_says_about_its_availability(monkeypatch, capsys):
+    monkeypatch.delenv("FIXTURE_UNAVAILABLE_API_KEY", raising=False)
+    assert main(["engines", "--plugin-dir", str(BASIC)]) == 0
+    out = capsys.readouterr().out
+    header, *rows = out.splitlines()
+    assert "AVAILABLE" in header.split()
+    row = next(r for r in rows if r.split()[:1] == ["fixture_unavailable"])
+    assert row.split()[1:4] == ["directory", "yes", "no"]
+    assert "fixture_unavailable: no: is_available() returned False" in out
+    assert "activates an engine context.engine names regardless" in out
+
+
+def test_engines_json_has_availability(monkeypatch, capsys):
+    monkeypatch.delenv("FIXTURE_UNAVAILABLE_API_KEY", raising=False)
+    assert main(["engines", "--plugin-dir", str(BASIC), "--json"]) == 0
+    by_name = {d["name"]: d for d in json.loads(capsys.readouterr().out)}
+    assert by_name["fixture_unavailable"]["available"] is False
+    assert by_name["fixture_unavailable"]["availability"] == "no: is_available() returned False"
+    assert by_name["fixture_simple"]["available"] is True
+    assert by_name["fixture_broken"]["available"] is None

@@ -203,3 +203,25 @@ def test_context_engine_key_selects(config):
         assert loaded.engine.name == "fixture_simple"
     finally:
         loaded.close()
+
+
+def test_listing_asks_each_engine_that_loads_whether_it_is_available(monkeypatch, config):
+    monkeypatch.delenv("FIXTURE_UNAVAILABLE_API_KEY", raising=False)
+    infos = {i.name: i for i in discover_engines(config, DIRS, include_project=False, include_entry_points=False)}
+    assert infos["fixture_unavailable"].loads
+    assert infos["fixture_unavailable"].availability.describe() == "no: is_available() returned False"
+    assert infos["fixture_simple"].availability.state == "yes"
+    assert infos["fixture_broken"].availability is None  # not loaded, not asked
+    monkeypatch.setenv("FIXTURE_UNAVAILABLE_API_KEY", "k")
+    infos = {i.name: i for i in discover_engines(config, DIRS, include_project=False, include_entry_points=False)}
+    assert infos["fixture_unavailable"].availability.state == "yes"
+
+
+def test_an_engine_that_says_it_is_unavailable_still_loads_as_in_hermes(monkeypatch, config):
+    monkeypatch.delenv("FIXTURE_UNAVAILABLE_API_KEY", raising=False)
+    loaded = _load("fixture_unavailable", config)
+    try:
+        assert loaded.engine.name == "fixture_unavailable"
+        assert loaded.availability.state == "no"
+    finally:
+        loaded.close()

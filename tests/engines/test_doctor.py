@@ -120,3 +120,71 @@ def test_validate_messages(messages, expected):
     assert len(problems) == len(expected)
     for text, fragment in zip(problems, expected):
         assert fragment in text
+
+
+def test_a_duck_typed_engine_hermes_accepts_is_a_warning_not_a_failure(config):
+    report = _doctor("fixture_forwarding", config)
+    assert not report.failed, [f.to_json() for f in report.findings if f.status == "fail"]
+    assert _has(report, "warn", "abc", "ForwardingEngine is not a ContextEngine subclass")
+    assert _has(report, "warn", "abc", "select_context and on_turn_complete reach Inner's base-class no-op")
+    assert _has(report, "pass", "hook:compress")
+
+
+def test_an_engine_that_reports_itself_unavailable_is_a_warning(monkeypatch, config):
+    monkeypatch.delenv("FIXTURE_UNAVAILABLE_API_KEY", raising=False)
+    report = _doctor("fixture_unavailable", config)
+    assert not report.failed
+    assert _has(report, "warn", "available", "reports itself unavailable (is_available() returned False)")
+    assert _has(report, "pass", "hook:update_model")
+    assert _has(_doctor("fixture_simple", config), "pass", "available", "no is_available()")
+
+
+MINIMAL_DUCK = '''
+class Minimal:
+    """Only what Hermes calls unguarded, plus the attributes it reads; no __getattr__."""
+
+    name = "minimal_duck"
+
+    def __init__(self):
+        self.last_prompt_tokens = self.last_completion_tokens = self.last_total_tokens = 0
+        self.threshold_tokens = self.context_length = self.compression_count = 0
+        self.protect_first_n, self.protect_last_n = 3, 6
+
+    def update_model(self, model, context_length, base_url="", api_key="", provider="", api_mode=""):
+        self.context_length, self.threshold_tokens = context_length, int(context_length * 0.75)
+
+    def get_tool_schemas(self):
+        return []
+
+    def update_from_response(self, usage):
+        self.last_prompt_tokens = int(usage.get("prompt_tokens", 0) or 0)
+
+    def should_compress(self, prompt_tokens=None):
+        return bool(self.threshold_tokens) and (prompt_tokens or 0) >= self.threshold_tokens
+
+    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
+        last_user = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+        self.compression_count += 1
+        return [{"role": "assistant", "content": "summary"}] + [dict(m) for m in messages[last_user:]]
+
+    def on_session_reset(self):
+        self.last_prompt_tokens = self.last_completion_tokens = self.last_total_tokens = self.compression_count = 0
+
+
+def register(ctx):
+    ctx.register_context_engine(Minimal())
+'''
+
+
+def test_a_duck_without_the_hooks_hermes_guards_still_passes(tmp_path, config):
+    folder = tmp_path / "context_engine" / "minimal_duck"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(MINIMAL_DUCK, encoding="utf-8")
+    report = run_doctor("minimal_duck", config, [str(tmp_path)], timeout=5.0, include_project=False,
+                        include_entry_points=False)
+    assert not report.failed, [f.to_json() for f in report.findings if f.status == "fail"]
+    assert _has(report, "warn", "abc", "does not define")
+    assert _has(report, "warn", "abc", "should_compress_info") and _has(report, "warn", "abc", "get_status")
+    assert _has(report, "warn", "hook:get_status", "Hermes' host never calls it")
+    assert _has(report, "warn", "hook:on_session_start", "Hermes swallows this")
+    assert _has(report, "pass", "hook:compress")

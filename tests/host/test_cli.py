@@ -236,3 +236,18 @@ def test_a_setting_that_names_no_cache_profile_is_one_error_line_not_a_crash(tmp
     assert main(["replay", str(src), "--set", "inspector.cache_profile=bogus", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unknown cache profile 'bogus'") and "crashed" not in err
+
+
+def test_an_engine_that_reports_itself_unavailable_is_replayed_with_a_note(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.delenv("FIXTURE_UNAVAILABLE_API_KEY", raising=False)
+    basic = Path(__file__).resolve().parents[1] / "plugins_fixtures" / "basic"
+    src = write_session(tmp_path / "s.json")
+    saved = tmp_path / "run.trace.json.gz"
+    assert main(["replay", str(src), "--engine", "fixture_unavailable", "--plugin-dir", str(basic), "--quiet",
+                 "--out", str(saved)]) == 0  # Hermes activates it regardless: so does the replay
+    err = capsys.readouterr().err
+    assert "note: engine 'fixture_unavailable' reports itself unavailable (is_available() returned False)" in err
+    notes = [e for e in load_trace(saved).events if e.note and "reports itself unavailable" in e.note]
+    assert len(notes) == 1 and notes[0].args == {"available": False}
