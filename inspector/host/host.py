@@ -467,6 +467,14 @@ class Host:
             return values
         return tuple(_as_int(v) for v in values)
 
+    def _optional_hook(self, name: str) -> bool:
+        """Whether the engine has ``name`` at all: Hermes checks before calling these, so an engine
+        that does not subclass ContextEngine and lacks one runs without it (§10.1)."""
+        try:
+            return callable(getattr(self.engine, name, None))
+        except Exception:  # a __getattr__ that raises something else: treat as absent
+            return False
+
     def _status(self) -> dict[str, Any] | None:
         """``get_status()`` now; call right after :meth:`_state`, whose attribute read it reuses."""
         if self._status_failed:
@@ -478,6 +486,9 @@ class Host:
             if raw is not None and raw == self._status_raw and self._status_prev is not None:
                 return self._status_prev
             self._status_raw = raw
+        if not self._optional_hook("get_status"):  # Hermes never calls it: a duck engine may lack it
+            self._status_failed = True
+            return self._status_prev
         out = call_inline(self.engine.get_status, timeout=self.settings.hook_timeout)
         if not out.ok:  # recorded once; a broken get_status must not flood the trace or stall the run
             self._status_failed = True
@@ -772,12 +783,14 @@ class Host:
             return False
         ev, out = self._call(EV_TOOL_SCHEMAS, engine.get_tool_schemas)
         self._inject_tools(ev, out)
-        self._call(
-            EV_SESSION_START, engine.on_session_start, self.session_id,
-            record_args={"session_id": self.session_id, "platform": s.platform, "model": s.model,
-                         "context_length": ctx, "hermes_home": self.hermes_home},
-            hermes_home=self.hermes_home, platform=s.platform, model=s.model, context_length=ctx, conversation_id=None,
-        )
+        if self._optional_hook("on_session_start"):
+            self._call(
+                EV_SESSION_START, engine.on_session_start, self.session_id,
+                record_args={"session_id": self.session_id, "platform": s.platform, "model": s.model,
+                             "context_length": ctx, "hermes_home": self.hermes_home},
+                hermes_home=self.hermes_home, platform=s.platform, model=s.model, context_length=ctx,
+                conversation_id=None,
+            )
         self._refresh_tools()
         return True
 
@@ -820,10 +833,11 @@ class Host:
         self.turn = self.turn if self.turn >= 0 else -1
         self._fire_plugin_hook("on_session_end", session_id=self.session_id, completed=True, interrupted=False,
                                model=self.settings.model, platform=self.settings.platform)
-        self._call(
-            EV_SESSION_END, self.engine.on_session_end, self.session_id, list(self.history),
-            record_args={"session_id": self.session_id, "messages": self._history_ref()},
-        )
+        if self._optional_hook("on_session_end"):
+            self._call(
+                EV_SESSION_END, self.engine.on_session_end, self.session_id, list(self.history),
+                record_args={"session_id": self.session_id, "messages": self._history_ref()},
+            )
         return self.trace.finish()
 
     # -- a turn ------------------------------------------------------------------------
@@ -1462,12 +1476,15 @@ class Host:
         ev.result = {"$list": after_id, "tokens_after": rough_after, "count_after": len(compressed),
                      "count_before": len(before)}
         # Commit: the boundary notifications Hermes sends with a session store, in place (§4.5).
-        self._call(EV_SESSION_END, e.on_session_end, self.session_id, before,
-                   record_args={"session_id": self.session_id, "messages": ev.args["messages"], "reason": "compression"})
-        self._call(EV_SESSION_START, e.on_session_start, self.session_id,
-                   record_args={"session_id": self.session_id, "boundary_reason": "compression"},
-                   boundary_reason="compression", old_session_id=self.session_id,
-                   platform=self.settings.platform, conversation_id=None)
+        if self._optional_hook("on_session_end"):
+            self._call(EV_SESSION_END, e.on_session_end, self.session_id, before,
+                       record_args={"session_id": self.session_id, "messages": ev.args["messages"],
+                                    "reason": "compression"})
+        if self._optional_hook("on_session_start"):
+            self._call(EV_SESSION_START, e.on_session_start, self.session_id,
+                       record_args={"session_id": self.session_id, "boundary_reason": "compression"},
+                       boundary_reason="compression", old_session_id=self.session_id,
+                       platform=self.settings.platform, conversation_id=None)
         self._anchor = None
         for name, value in (("last_compression_rough_tokens", rough_after), ("last_prompt_tokens", -1),
                             ("last_completion_tokens", 0), ("awaiting_real_usage_after_compression", True)):

@@ -104,6 +104,34 @@ def test_a_turn_the_transcript_never_answered_or_marks_interrupted_is_finalised_
     assert "no reply to this turn" in trace.events[-2].note
 
 
+def test_a_duck_typed_engine_with_only_the_hooks_hermes_calls_unchecked_replays(config, nocache):
+    """Hermes looks for on_session_start/end before calling them and never calls get_status."""
+
+    class Minimal:
+        name = "minimal"
+        threshold_tokens, context_length, compression_count = 10**9, 64000, 0
+        last_prompt_tokens = last_completion_tokens = last_total_tokens = 0
+
+        def update_model(self, model, context_length, **kw):
+            self.context_length = context_length
+
+        def get_tool_schemas(self):
+            return []
+
+        def update_from_response(self, usage):
+            self.last_prompt_tokens = usage["prompt_tokens"]
+
+        def should_compress(self, prompt_tokens=None):
+            return False
+
+        def compress(self, messages, **kw):
+            return messages
+
+    trace = replay(coding_session(2), Minimal(), config, simulator=nocache)
+    assert len(trace.requests) == 4 and not trace.fault_events
+    assert not [e for e in trace.events if e.kind in (EV_SESSION_START, EV_SESSION_END)]
+
+
 def test_lifecycle_order(config, nocache):
     trace = replay(coding_session(2), CountingEngine(), config, simulator=nocache)
     kinds = [e.kind for e in trace.events]
