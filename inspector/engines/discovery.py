@@ -213,6 +213,7 @@ def _scan(dirs: list[Path], include_entry_points: bool) -> list[_Candidate]:
         for sub in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "context_engine"):
             if (sub / "plugin.yaml").is_file() and (sub / "__init__.py").is_file():
                 manifest, err = _read_manifest(sub.name, sub)
+                manifest.key = sub.name  # Hermes keys a flat plugin by its directory
                 general.append(_Candidate(SOURCE_GENERAL, manifest.name or sub.name, sub, manifest, err))
     eps = _entry_point_candidates() if include_entry_points else []
     return directory + general + eps

@@ -312,6 +312,12 @@ def call_llm(
         )
         if endpoint is None:
             if not cfg_get(config, "inspector.aux_offline_stand_in", False):
+                if task is None:  # ctx.llm and other task-less calls: Hermes' "auto" would use the main model
+                    raise RuntimeError(
+                        "No LLM provider configured for an auxiliary call without a task (Hermes routes it to "
+                        "the main model; the inspector calls only an endpoint the call names, or its offline "
+                        "stand-in with inspector.aux_offline_stand_in: true)"
+                    )
                 raise RuntimeError(f"No LLM provider configured for auxiliary task '{task}'")
             response = offline_completion(task, messages, max_tokens=max_tokens)
             record.offline = True

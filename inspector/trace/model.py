@@ -180,8 +180,9 @@ class MessageStore:
 
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$', re.M)
-# Frames that are never the engine's own: the host calling it, and the interpreter's libraries.
-_NOT_ENGINE_CODE = ("/inspector/host/", "/inspector/llm/", "/lib/python3", "<frozen ")
+# Frames that are never the engine's own: the host calling it, the stand-ins for Hermes' modules it
+# calls (``ctx.llm``, ``call_llm``), and the interpreter's libraries.
+_NOT_ENGINE_CODE = ("/inspector/host/", "/inspector/llm/", "/inspector/engines/compat/", "/lib/python3", "<frozen ")
 
 
 @dataclass(slots=True)

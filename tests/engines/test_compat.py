@@ -20,6 +20,9 @@ def test_install_reports_stand_ins_and_is_idempotent(config, tmp_path):
     assert second.stood_in == first.stood_in
     assert all(is_stand_in(sys.modules[n]) for n in STAND_INS)
     assert first.to_json()["hermes_home"] == str(tmp_path)
+    # The project's own ``plugins/`` folder (a namespace package, no code) is no conflict for
+    # plugins.plugin_storage.
+    assert first.conflicts == []
 
 
 def test_agent_context_engine_is_our_abc(compat):
@@ -140,3 +143,92 @@ def test_hermes_modules_win_when_installed(tmp_path, monkeypatch, config):
         sys.modules.pop("hermes_constants", None)
         uninstall_compat()
         install_compat(config, tmp_path)
+
+
+def test_plugin_llm_and_plugin_storage_import(compat):
+    from agent.plugin_llm import (  # noqa: F401
+        PluginLlm,
+        PluginLlmCompleteResult,
+        PluginLlmStructuredResult,
+        PluginLlmTrustError,
+        _TrustPolicy,
+        make_plugin_llm_for_test,
+    )
+    from plugins.plugin_storage import plugin_data_dir, plugin_db  # noqa: F401
+
+    from inspector.engines.compat import mod_plugin_llm
+
+    assert PluginLlm is mod_plugin_llm.PluginLlm
+    assert {"plugin_llm"} <= provided_names("agent") and provided_names("plugins") == {"plugin_storage"}
+    assert "make_plugin_llm_for_test" in provided_names("agent.plugin_llm")
+
+
+def test_plugin_storage_writes_only_inside_the_active_sandbox(compat, tmp_path, monkeypatch):
+    from plugins.plugin_storage import plugin_data_dir, plugin_db
+
+    fake_user_home = tmp_path / "user"
+    fake_user_home.mkdir()
+    monkeypatch.setenv("HOME", str(fake_user_home))
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    with activate(home=sandbox):
+        data = plugin_data_dir("hermes-snapcompact")
+        (data / "mode.yaml").write_text("mode: summarize\n", encoding="utf-8")
+        conn = plugin_db("hermes-snapcompact")
+        try:
+            conn.execute("CREATE TABLE t (x INTEGER)")
+            conn.execute("INSERT INTO t VALUES (7)")
+            conn.commit()
+            assert conn.execute("SELECT x FROM t").fetchone() == (7,)
+        finally:
+            conn.close()
+    assert data == sandbox / "plugin-data" / "hermes-snapcompact"
+    assert (data / "data.db").is_file()
+    assert not any(fake_user_home.iterdir())  # nothing under the user's ~/.hermes
+    for bad in ("../escape", "a/b", "", "..", ".hidden", "x" * 65):
+        with pytest.raises(ValueError, match="invalid plugin name"):
+            plugin_data_dir(bad)
+    for bad in ("../x.db", "sub/x.db", ""):
+        with pytest.raises(ValueError, match="invalid plugin db filename"):
+            plugin_db("p", bad)
+
+
+def test_a_real_plugins_plugin_storage_wins(tmp_path, monkeypatch, config):
+    """Hermes' own ``plugins`` package (with plugin_storage) is left alone, as for every stand-in."""
+    from inspector.engines.compat import uninstall_compat
+
+    uninstall_compat()
+    package = tmp_path / "plugins"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "plugin_storage.py").write_text("def plugin_data_dir(name):\n    return 'REAL'\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [n for n in sys.modules if n == "plugins" or n.startswith("plugins.")]:
+        monkeypatch.delitem(sys.modules, name)
+    try:
+        report = install_compat(config, tmp_path)
+        assert "plugins.plugin_storage" in report.from_hermes and "plugins.plugin_storage" not in report.stood_in
+        from plugins.plugin_storage import plugin_data_dir
+
+        assert plugin_data_dir("x") == "REAL"
+    finally:
+        sys.modules.pop("plugins.plugin_storage", None)
+        sys.modules.pop("plugins", None)
+        uninstall_compat()
+        install_compat(config, tmp_path)
+
+
+def test_general_plugins_get_ctx_llm_and_directory_engines_do_not(compat):
+    from agent.plugin_llm import PluginLlm
+
+    from inspector.engines.compat.plugins import PluginContext, PluginManager, PluginManifest
+
+    manifest = PluginManifest(name="Pretty Name", key="my-plugin")
+    general = PluginContext(PluginManager(), manifest, kind="general")
+    assert isinstance(general.llm, PluginLlm) and general.llm is general.llm  # made once, on first use
+    assert general.plugin_id == "my-plugin"  # Hermes keys the trust gate by the registry key
+    directory = PluginContext(PluginManager(), PluginManifest(name="eng"), kind="directory")
+    assert getattr(directory, "llm", None) is None
+    assert directory.unsupported_in_directory_collector() == []  # the getattr probe is no misuse
+    with pytest.raises(AttributeError, match="only general plugins get ctx.llm"):
+        directory.llm  # noqa: B018

@@ -141,3 +141,77 @@ def test_a_summary_from_the_disk_cache_is_said_on_the_compress_event(config, noc
     committed = [e for e in second.events if e.kind == EV_COMPRESS and isinstance(e.result, dict)]
     assert committed and all("summary cache" in (e.note or "") for e in committed)
     assert not any("summary cache" in (e.note or "") for e in first.events if e.kind == EV_COMPRESS)
+
+
+_CTX_LLM_PLUGIN = '''
+from agent.context_engine import ContextEngine
+
+
+class LlmEngine(ContextEngine):
+    name = "ctx_llm_engine"
+    threshold_percent = 0.05
+
+    def __init__(self, llm):
+        self.llm = llm
+
+    def update_from_response(self, usage):
+        self.last_prompt_tokens = int(usage.get("prompt_tokens", 0) or 0)
+
+    def should_compress(self, prompt_tokens=None):
+        return (prompt_tokens or 0) >= self.threshold_tokens > 0
+
+    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
+        result = self.llm.complete([{"role": "user", "content": "Summarise the work so far."}], model="summary-model")
+        self.compression_count += 1
+        return [{"role": "user", "content": "[summary] " + result.text}] + messages[-2:]
+
+
+def register(ctx):
+    ctx.register_context_engine(LlmEngine(getattr(ctx, "llm", None)))
+'''
+
+
+def replay_ctx_llm_plugin(config, nocache, tmp_path):
+    """A general plugin (plugin.yaml + register(ctx)) whose engine summarises through ctx.llm.
+
+    It asks for its own model, which Hermes allows only when ``plugins.entries.<id>.llm`` says so,
+    ``<id>`` being the plugin's directory name (not the manifest's ``name``).
+    """
+    plugin = tmp_path / "plugins" / "ctx-llm-plugin"
+    plugin.mkdir(parents=True)
+    (plugin / "plugin.yaml").write_text("name: Context LLM plugin\nversion: '1.0'\n", encoding="utf-8")
+    config["plugins"]["entries"] = {"ctx-llm-plugin": {"llm": {"allow_model_override": True}}}
+    (plugin / "__init__.py").write_text(_CTX_LLM_PLUGIN, encoding="utf-8")
+    loaded = load_engine("ctx_llm_engine", config, [tmp_path / "plugins"])
+    try:
+        assert loaded.info.source == "general-plugin"
+        return replay(coding_session(8), loaded, config, simulator=nocache)
+    finally:
+        loaded.close()
+
+
+def test_a_general_plugins_ctx_llm_call_is_recorded_during_compress(config, nocache, tmp_path):
+    config["inspector"]["aux_offline_stand_in"] = True
+    trace = replay_ctx_llm_plugin(config, nocache, tmp_path)
+    aux = [e for e in trace.events if e.kind == EV_AUX_LLM]
+    assert aux and not [e for e in trace.events if e.fault]
+    first = aux[0]
+    parent = trace.events[first.args["during"]]
+    assert parent.kind == EV_COMPRESS and first.args["task"] is None and first.args["offline"]
+    assert first.args["kwargs"]["model"] == "summary-model"  # the trusted override reached call_llm
+    assert trace.store.materialise(first.args["prompt"]["$list"]) == [
+        {"role": "user", "content": "Summarise the work so far."}]
+    reply = trace.store.get(first.result["reply"]["$msg"])["content"]
+    summary = trace.store.materialise(parent.result["$list"])[0]["content"]
+    assert summary == "[summary] " + reply  # the engine got the recorded reply back
+
+
+def test_a_failing_ctx_llm_call_is_recorded_and_the_fault_names_the_plugin_line(config, nocache, tmp_path):
+    config["inspector"]["aux_offline_stand_in"] = False
+    trace = replay_ctx_llm_plugin(config, nocache, tmp_path)
+    aux = [e for e in trace.events if e.kind == EV_AUX_LLM]
+    assert aux and all("No LLM provider configured" in e.result["error"] for e in aux)
+    faults = [e.fault for e in trace.events if e.kind == EV_COMPRESS and e.fault]
+    assert faults and all("No LLM provider configured" in f.message for f in faults)
+    plugin_init = str(tmp_path / "plugins" / "ctx-llm-plugin" / "__init__.py")
+    assert all(f.where.startswith(plugin_init + ":") and f.where.endswith(" in compress") for f in faults)

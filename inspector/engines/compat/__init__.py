@@ -1,7 +1,8 @@
 """Run real Hermes plugins unmodified: stand-ins for the host modules they import.
 
 Plugins do ``from agent.context_engine import ContextEngine``, call
-``agent.auxiliary_client.call_llm`` or read ``hermes_cli.config``. When Hermes is installed its
+``agent.auxiliary_client.call_llm`` (or ``ctx.llm``, ``agent.plugin_llm``), read ``hermes_cli.config``
+or keep state through ``plugins.plugin_storage``. When Hermes is installed its
 modules win; otherwise :func:`install_compat` puts stand-in modules into ``sys.modules`` under
 Hermes' names, backed by the inspector. They are created at run time and never shipped as
 top-level packages, so they cannot shadow Hermes (or anything else called ``agent``) on disk.
@@ -28,11 +29,13 @@ STAND_INS: dict[str, str] = {
     "agent.auxiliary_client": "inspector.engines.compat.mod_auxiliary_client",
     "agent.context_compressor": "inspector.engines.compat.mod_context_compressor",
     "agent.model_metadata": "inspector.engines.compat.mod_model_metadata",
+    "agent.plugin_llm": "inspector.engines.compat.mod_plugin_llm",
     "hermes_constants": "inspector.engines.compat.mod_hermes_constants",
     "hermes_cli.config": "inspector.engines.compat.mod_hermes_cli_config",
     "hermes_cli.plugins": "inspector.engines.compat.plugins",
+    "plugins.plugin_storage": "inspector.engines.compat.mod_plugin_storage",
 }
-STAND_IN_PACKAGES = ("agent", "hermes_cli")
+STAND_IN_PACKAGES = ("agent", "hermes_cli", "plugins")
 HERMES_TOP_LEVEL = ("agent", "hermes_cli", "hermes_constants")
 MARKER = "__inspector_stand_in__"
 
@@ -89,7 +92,7 @@ def install_compat(config: dict[str, Any] | None, hermes_home: str | Path | None
                 report.provided_elsewhere.append(name)
                 continue
             parent = name.rpartition(".")[0]
-            if parent and parent in sys.modules and not is_stand_in(sys.modules[parent]):
+            if parent and _is_foreign_module(sys.modules.get(parent)):
                 report.conflicts.append(
                     f"{parent!r} is importable but is not Hermes (no {name}); the stand-in is registered under it"
                 )
@@ -118,6 +121,12 @@ def _module_status(name: str) -> str:
     except (ImportError, ValueError, AttributeError):
         spec = None
     return "hermes" if spec is not None else "missing"
+
+
+def _is_foreign_module(module: Any) -> bool:
+    """A module with its own code that is not ours. A namespace package (``plugins/`` folders on
+    the path, such as the project's own) or the loader's empty shell holds no code to conflict with."""
+    return module is not None and not is_stand_in(module) and bool(getattr(module, "__file__", None))
 
 
 def _install_one(name: str, impl_name: str) -> types.ModuleType:

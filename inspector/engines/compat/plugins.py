@@ -8,7 +8,8 @@ so plugin code that reaches for the global manager sees the one for its own repl
 Hermes gives directory engines a smaller collector than general plugins (hermes-host.md
 §10.1): ``register_hook``/``register_tool``/``register_cli_command`` are no-ops there and any
 other method raises. The context here accepts everything but records which methods were used,
-so discovery can apply Hermes' rule and the doctor can explain it.
+so discovery can apply Hermes' rule and the doctor can explain it. ``ctx.llm`` (Hermes'
+``agent.plugin_llm`` facade) likewise exists only for general and entry-point plugins.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class PluginManifest:
     kind: str = "standalone"
     path: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
+    key: str = ""  # Hermes' registry key (a general plugin's directory name); empty → ``name``
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.raw.get(key, getattr(self, key, default))
@@ -180,6 +182,7 @@ class PluginContext:
         self.calls: list[str] = []
         self.engines_offered: list[Any] = []
         self.refused: list[str] = []
+        self._llm: Any = None  # built on first use of ``llm``; tests may preseed it
 
     @property
     def manifest(self) -> PluginManifest:
@@ -189,6 +192,30 @@ class PluginContext:
     @property
     def plugin_name(self) -> str:
         return self._manifest.name
+
+    @property
+    def plugin_id(self) -> str:
+        """Hermes' registry id: what ``plugins.entries.<id>`` (e.g. the ``ctx.llm`` trust gate) is keyed by."""
+        return self._manifest.key or self._manifest.name
+
+    @property
+    def llm(self) -> Any:
+        """Hermes' ``ctx.llm``: a ``PluginLlm`` for this plugin, made on first use.
+
+        Hermes' own ``agent.plugin_llm`` when it is installed, else the inspector's (whose calls
+        go through the inspector's ``call_llm`` and so into the trace). Hermes' directory-engine
+        collector has no ``llm``: there ``getattr(ctx, "llm", None)`` is ``None`` and
+        ``ctx.llm`` raises. Not recorded as a call, since the ``getattr`` probe is harmless.
+        """
+        if self._kind == "directory":
+            raise AttributeError("llm: Hermes' directory-engine collector has no llm (only general plugins get ctx.llm)")
+        if self._llm is None:
+            try:
+                from agent.plugin_llm import PluginLlm
+            except ImportError:  # no Hermes and no stand-ins installed (a bare PluginContext)
+                from inspector.engines.compat.mod_plugin_llm import PluginLlm
+            self._llm = PluginLlm(plugin_id=self.plugin_id)
+        return self._llm
 
     def _note(self, method: str) -> bool:
         """Record the call; True when Hermes would ignore it for a directory engine.
