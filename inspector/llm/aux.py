@@ -216,7 +216,8 @@ def resolve_endpoint(
     mdl = str(model or task_cfg.get("model") or "").strip()
     key = api_key or task_cfg.get("api_key") or None
     key_env = str(task_cfg.get("api_key_env") or "")
-    if prov == "main":
+    if prov == "main" or (task is None and prov == "auto" and not url):
+        # Hermes' "auto" sends a call that names no task (``ctx.llm``) to the main model.
         main = _main_runtime(config, main_runtime)
         url = url or main.get("base_url", "")
         mdl = mdl or main.get("model", "")
@@ -233,6 +234,9 @@ def resolve_endpoint(
     if not key and prov in KNOWN_PROVIDERS:
         key = os.environ.get(KNOWN_PROVIDERS[prov][1]) or None
     if not mdl:
+        if task is None:
+            raise RuntimeError("No model configured for a call without a task, which goes to the main model "
+                               "(set model.default)")
         raise RuntimeError(f"No model configured for auxiliary task '{task}' (set auxiliary.{task}.model)")
     t = float(timeout if timeout is not None else task_cfg.get("timeout") or DEFAULT_TIMEOUT)
     if task == "compression":
@@ -315,8 +319,8 @@ def call_llm(
                 if task is None:  # ctx.llm and other task-less calls: Hermes' "auto" would use the main model
                     raise RuntimeError(
                         "No LLM provider configured for an auxiliary call without a task (Hermes routes it to "
-                        "the main model; the inspector calls only an endpoint the call names, or its offline "
-                        "stand-in with inspector.aux_offline_stand_in: true)"
+                        "the main model: set model.base_url and model.default, or use the offline stand-in "
+                        "with inspector.aux_offline_stand_in: true)"
                     )
                 raise RuntimeError(f"No LLM provider configured for auxiliary task '{task}'")
             response = offline_completion(task, messages, max_tokens=max_tokens)

@@ -54,6 +54,16 @@ def test_resolve_endpoint_from_config_and_env(monkeypatch):
         aux.resolve_endpoint("compression", {"auxiliary": {"compression": {"base_url": "http://x/v1"}}})
 
 
+def test_a_call_without_a_task_goes_to_the_main_model_as_hermes_auto_does(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "k-main")
+    cfg = {"model": {"default": "big-model", "base_url": "http://127.0.0.1:9/v1"}}
+    ep = aux.resolve_endpoint(None, cfg)
+    assert (ep.base_url, ep.model, ep.api_key) == ("http://127.0.0.1:9/v1", "big-model", "k-main")
+    assert aux.resolve_endpoint(None, {"model": {"default": "big-model"}}) is None  # nowhere to send it
+    with pytest.raises(RuntimeError, match="main model.*model.default"):
+        aux.resolve_endpoint(None, {"model": {"base_url": "http://127.0.0.1:9/v1"}})
+
+
 def test_real_endpoint_path_through_openai_sdk(monkeypatch):
     """The configured endpoint is called through the SDK client with merged parameters."""
     seen = {}
