@@ -1,7 +1,7 @@
-"""Where the HTML report's plots put their x-axis labels, so that no two ever overlap.
+"""Where the HTML report's plots put their x-axis labels and legend, so that no two texts overlap.
 
 The x axis counts provider requests and is labelled at the request where a turn starts. Turns
-take very different widths — one may hold a hundred requests, the next twenty one each — so
+take very different widths — one may hold a hundred requests, the next twenty turns one each — so
 labelling every k-th turn can stack several labels on a few pixels. Labels are chosen on the
 page's own scale instead: the smallest round turn step (1, 2, 5, 10, …) whose labels, at their
 widths, all keep clear of each other where the turns really fall. The first and last turn are
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 FONT_PX = 11.0  # the plots' font-size
 GAP_PX = 10.0  # clear space between two labels
 
-# Advance widths in em, rounded up from DejaVu Sans; anything not listed counts as the widest.
+# Advance widths in em, rounded up from DejaVu Sans; any non-ASCII character counts as 1 em.
 _NARROW = frozenset(" .,:;'!|ijlft()[]/\\-`\"r")  # at most 0.42 em
 _WIDE = frozenset("=+<>~^#&*$?_{}")  # at most 0.84 em
 _WIDEST = frozenset("mwMW%@")  # at most 1.0 em
@@ -120,3 +120,33 @@ def _apart(a: TickLabel, b: TickLabel, lo: float, hi: float, gap: float) -> list
     mid = (a.x + b.x) / 2
     mid = max(lo + a.width + gap / 2, min(mid, hi - b.width - gap / 2))
     return [TickLabel(a.x, mid - gap / 2 - a.width / 2, a.text), TickLabel(b.x, mid + gap / 2 + b.width / 2, b.text)]
+
+
+LEGEND_SAMPLE_PX = 28.0  # the line sample before each legend text
+LEGEND_SPACING_PX = 24.0  # between one legend entry and the next
+
+
+def legend_layout(texts: Sequence[str], width: float) -> list[tuple[int, float, str]]:
+    """Legend entries flowed into rows ``width`` wide: ``(row, x offset, text)`` each, in order.
+
+    Run labels carry their config overrides and can be long: an entry goes to the next row when
+    it would not fit, and a text too wide even for a row of its own is shortened with "…".
+    """
+    out: list[tuple[int, float, str]] = []
+    row, x = 0, 0.0
+    for text in texts:
+        text = _shorten(text, width - LEGEND_SAMPLE_PX)
+        entry = LEGEND_SAMPLE_PX + text_width(text)
+        if x > 0 and x + entry > width:
+            row, x = row + 1, 0.0
+        out.append((row, x, text))
+        x += entry + LEGEND_SPACING_PX
+    return out
+
+
+def _shorten(text: str, room: float) -> str:
+    if text_width(text) <= room:
+        return text
+    while text and text_width(text + "…") > room:
+        text = text[:-1]
+    return text + "…"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector.compare.align import aligned_series, compression_points
-from inspector.compare.plot_layout import turn_tick_labels
+from inspector.compare.plot_layout import legend_layout, turn_tick_labels
 from inspector.compare.runs import Comparison, RunResult
 from inspector.compare.table import RUN_COLORS, format_delta, format_value, summary_table
 from inspector.host.replay import models_differ
@@ -141,9 +141,7 @@ def svg_plot(
     as the width holds without overlap (see :func:`turn_tick_labels`).
     """
     left, right, top, bottom = 64, 16, 30, 44
-    legend_h = 18 * ((len(labels) + (1 if dashed else 0) + 2) // 3)
-    height += legend_h
-    pw, ph = width - left - right, height - top - bottom - legend_h
+    pw = width - left - right
     n = max((len(s) for s in series), default=0)
     data = [v for s in series for v in s if v is not None and not math.isnan(v)]
     lines = [v for s in (dashed or []) for v in s if v is not None and not math.isnan(v)]
@@ -152,6 +150,13 @@ def svg_plot(
     off_scale = bool(lines) and data_max > 0 and max(lines) > 2 * data_max
     if off_scale:
         dashed_label = f"{dashed_label}: above the plot (up to {_fmt_tick(max(lines))})"
+    entries = [(label, _color(i), False) for i, label in enumerate(labels)]
+    if dashed:
+        entries.append((dashed_label, "#555", True))
+    legend = legend_layout([label for label, _, _ in entries], pw)
+    legend_h = 18 * (legend[-1][0] + 1 if legend else 0)
+    height += legend_h
+    ph = height - top - bottom - legend_h
     ymax = max([data_max, *([] if off_scale else lines)]) or 1.0
     ystep = _nice_step(ymax)
     ymax = math.ceil(ymax / ystep) * ystep
@@ -209,12 +214,8 @@ def svg_plot(
             out.append(f'<polyline points="{pts}" fill="none" stroke="{_color(run)}" stroke-width="{stroke:g}" '
                        f'stroke-linejoin="round"/>')
     ly = top + ph + bottom
-    entries = [(label, _color(i), False) for i, label in enumerate(labels)]
-    if dashed:
-        entries.append((dashed_label, "#555", True))
-    for i, (label, color, is_dashed) in enumerate(entries):
-        lx = left + (i % 3) * (pw / 3)
-        yy = ly + 18 * (i // 3)
+    for (row, offset, label), (_, color, is_dashed) in zip(legend, entries):
+        lx, yy = left + offset, ly + 18 * row
         dash = ' stroke-dasharray="6 4"' if is_dashed else ""
         out.append(f'<line x1="{lx:.1f}" y1="{yy - 4}" x2="{lx + 22:.1f}" y2="{yy - 4}" stroke="{color}" '
                    f'stroke-width="2"{dash}/>')

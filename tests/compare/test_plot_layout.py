@@ -1,4 +1,4 @@
-"""Placing the report plots' x-axis labels: never overlapping, inside the picture, ends named."""
+"""Placing the report plots' x-axis labels and legend: never overlapping, inside the picture, ends named."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ import sys
 
 import pytest
 
-from inspector.compare.plot_layout import FONT_PX, text_width, turn_tick_labels
+from inspector.compare.plot_layout import (
+    FONT_PX,
+    LEGEND_SAMPLE_PX,
+    legend_layout,
+    text_width,
+    turn_tick_labels,
+)
 
 
 def _starts(rng: random.Random, turns: int, lo: float, hi: float) -> list[tuple[float, int]]:
@@ -73,3 +79,17 @@ def test_text_width_is_an_upper_bound_of_real_fonts():
     for family, widths in json.loads(proc.stdout.splitlines()[-1]).items():
         for text, real in widths.items():
             assert text_width(text) >= real, f"{family}: {text!r} is {real:.1f} px, estimated {text_width(text):.1f}"
+
+
+def test_legend_entries_flow_into_rows_without_overlap():
+    texts = ["compressor", "compressor[threshold=0.3,default=gpt-4o]", "lcm", "recall[budget=12000,keep=40]",
+             "compression threshold (per run): above the plot (up to 96k)", "x" * 400]
+    width = 880
+    layout = legend_layout(texts, width)
+    assert [row for row, _, _ in layout] == sorted(row for row, _, _ in layout) and layout[-1][0] >= 1
+    for (row_a, x_a, a), (row_b, x_b, _) in zip(layout, layout[1:]):
+        if row_a == row_b:
+            assert x_a + LEGEND_SAMPLE_PX + text_width(a) < x_b
+    assert all(x + LEGEND_SAMPLE_PX + text_width(text) <= width for _, x, text in layout)
+    assert [text for _, _, text in layout][:5] == texts[:5]  # whole where they fit
+    assert layout[-1][2].endswith("…") and layout[-1][1] == 0  # too wide for any row: shortened, on its own

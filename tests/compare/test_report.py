@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import re
 import shutil
 import subprocess
@@ -286,3 +287,18 @@ def test_x_labels_of_a_short_session_name_every_turn(calls_per_turn, expected):
     labels, width = _x_labels(calls_per_turn)
     _assert_readable(labels, width)
     assert [text for _, _, text in labels] == expected
+
+
+def test_legend_texts_stay_apart_and_inside_the_picture():
+    from inspector.compare.plot_layout import text_width
+
+    labels = ["compressor[threshold=0.3,default=gpt-4o]", "compressor[threshold=0.5,default=gpt-4o]"]
+    svg = svg_plot([[10.0, 20.0], [12.0, 22.0]], labels, title="t", y_label="y", dashed=[[1000.0] * 2] * 2,
+                   dashed_label="compression threshold (per run)")
+    width = float(re.search(r'<svg [^>]*width="(\d+)"', svg).group(1))
+    boxes = sorted((float(y), float(x), float(x) + text_width(html.unescape(text)))
+                   for x, y, text in re.findall(r'<text x="([\d.]+)" y="([\d.]+)" fill="#222">([^<]*)</text>', svg))
+    assert len(boxes) == 3
+    for (y_a, _, right), (y_b, left, _) in zip(boxes, boxes[1:]):
+        assert y_a != y_b or right < left, "two legend texts overlap"
+    assert all(right <= width for _, _, right in boxes), "a legend text runs off the picture"
