@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from inspector.compare.align import aligned_series, compression_points
-from inspector.compare.runs import Comparison
+from inspector.compare.plot_layout import legend_layout, turn_tick_labels
+from inspector.compare.runs import Comparison, RunResult
 from inspector.compare.table import RUN_COLORS, format_delta, format_value, summary_table
+from inspector.host.replay import models_differ
 from inspector.trace.diff import OP_EQUAL, diff_messages, message_text
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -36,10 +38,10 @@ color:#1d1d1f;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
 h3{font-size:15px;margin:18px 0 6px}
 table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #ddd;padding:4px 8px;text-align:right;
-vertical-align:top}th:first-child,td:first-child{text-align:left}thead th{background:#f4f4f6}
+vertical-align:top}th:first-child,td:first-child,th.l,td.l{text-align:left}thead th{background:#f4f4f6}
 td.best{background:#e6f4ea;font-weight:600}.mark{color:#137333}
 .sw{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:middle}
-.err{color:#b00020}.muted{color:#666}.delta{color:#666;font-size:12px}
+.err{color:#b00020}.warn{color:#9a4d00;font-weight:600}.muted{color:#666}.delta{color:#666;font-size:12px}
 dl.info{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dl.info dt{color:#666}dl.info dd{margin:0}
 img.plot{display:block;max-width:100%;border:1px solid #eee;margin:8px 0}
 pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f9;border:1px solid #eee;padding:6px 8px;
@@ -124,7 +126,7 @@ def svg_plot(
     *,
     title: str,
     y_label: str,
-    x_ticks: Sequence[tuple[int, str]] = (),
+    turn_starts: Sequence[tuple[int, int]] = (),
     step: bool = False,
     dashed: Sequence[Sequence[float]] | None = None,
     dashed_label: str = "",
@@ -134,11 +136,12 @@ def svg_plot(
 ) -> str:
     """An SVG document: one polyline per run (run colours), optional dashed per-run lines
     (thresholds) and vertical markers (compressions). All text is XML-escaped here.
+
+    ``turn_starts`` are ``(x, turn)`` where each turn's first request is; as many are labelled
+    as the width holds without overlap (see :func:`turn_tick_labels`).
     """
     left, right, top, bottom = 64, 16, 30, 44
-    legend_h = 18 * ((len(labels) + (1 if dashed else 0) + 2) // 3)
-    height += legend_h
-    pw, ph = width - left - right, height - top - bottom - legend_h
+    pw = width - left - right
     n = max((len(s) for s in series), default=0)
     data = [v for s in series for v in s if v is not None and not math.isnan(v)]
     lines = [v for s in (dashed or []) for v in s if v is not None and not math.isnan(v)]
@@ -147,13 +150,22 @@ def svg_plot(
     off_scale = bool(lines) and data_max > 0 and max(lines) > 2 * data_max
     if off_scale:
         dashed_label = f"{dashed_label}: above the plot (up to {_fmt_tick(max(lines))})"
+    entries = [(label, _color(i), False) for i, label in enumerate(labels)]
+    if dashed:
+        entries.append((dashed_label, "#555", True))
+    legend = legend_layout([label for label, _, _ in entries], pw)
+    legend_h = 18 * (legend[-1][0] + 1 if legend else 0)
+    height += legend_h
+    ph = height - top - bottom - legend_h
     ymax = max([data_max, *([] if off_scale else lines)]) or 1.0
     ystep = _nice_step(ymax)
     ymax = math.ceil(ymax / ystep) * ystep
-    xmax = max(n - 1, 1)
+    xmax = max(n - 1, 0)
 
     def sx(x: float) -> float:
-        return left + pw * x / xmax
+        # Each request owns one slot of the width, its point in the middle: a session of one or
+        # two requests is drawn across the plot, not pressed against the y axis.
+        return left + pw * (x + 0.5) / (xmax + 1)
 
     def sy(y: float) -> float:
         return top + ph - ph * y / ymax
@@ -170,10 +182,10 @@ def svg_plot(
         y += ystep
     out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#999"/>')
     out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#999"/>')
-    for x, text in x_ticks:
-        px = sx(x)
-        out.append(f'<line x1="{px:.1f}" y1="{top + ph}" x2="{px:.1f}" y2="{top + ph + 4}" stroke="#999"/>')
-        out.append(f'<text x="{px:.1f}" y="{top + ph + 16}" text-anchor="middle" fill="#555">{_e(text)}</text>')
+    for tick in turn_tick_labels([(sx(x), turn) for x, turn in turn_starts], 2, width - 2):
+        out.append(f'<line x1="{tick.x:.1f}" y1="{top + ph}" x2="{tick.x:.1f}" y2="{top + ph + 4}" stroke="#999"/>')
+        out.append(f'<text x="{tick.centre:.1f}" y="{top + ph + 16}" text-anchor="middle" fill="#555">'
+                   f'{_e(tick.text)}</text>')
     out.append(f'<text x="{left + pw / 2:.1f}" y="{top + ph + 32}" text-anchor="middle" fill="#555">'
                f'provider request (labelled by turn)</text>')
     out.append(f'<text x="14" y="{top + ph / 2:.1f}" text-anchor="middle" fill="#555" '
@@ -202,12 +214,8 @@ def svg_plot(
             out.append(f'<polyline points="{pts}" fill="none" stroke="{_color(run)}" stroke-width="{stroke:g}" '
                        f'stroke-linejoin="round"/>')
     ly = top + ph + bottom
-    entries = [(label, _color(i), False) for i, label in enumerate(labels)]
-    if dashed:
-        entries.append((dashed_label, "#555", True))
-    for i, (label, color, is_dashed) in enumerate(entries):
-        lx = left + (i % 3) * (pw / 3)
-        yy = ly + 18 * (i // 3)
+    for (row, offset, label), (_, color, is_dashed) in zip(legend, entries):
+        lx, yy = left + offset, ly + 18 * row
         dash = ' stroke-dasharray="6 4"' if is_dashed else ""
         out.append(f'<line x1="{lx:.1f}" y1="{yy - 4}" x2="{lx + 22:.1f}" y2="{yy - 4}" stroke="{color}" '
                    f'stroke-width="2"{dash}/>')
@@ -221,26 +229,50 @@ def _img(svg: str, alt: str) -> str:
     return f'<img class="plot" alt="{_e(alt)}" src="data:image/svg+xml;base64,{data}">'
 
 
-def _x_ticks(rows: Sequence[tuple[int, int]], count: int = 10) -> list[tuple[int, str]]:
-    """Ticks at turn starts, thinned to about ``count``."""
-    starts = [(i, f"t{turn}") for i, (turn, call) in enumerate(rows) if call == 0 or i == 0]
-    if len(starts) <= count:
-        return starts
-    stride = math.ceil(len(starts) / count)
-    return starts[::stride]
+def _turn_starts(rows: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``(row, turn)`` of each turn's first row."""
+    return [(i, turn) for i, (turn, _call) in enumerate(rows) if i == 0 or rows[i - 1][0] != turn]
 
 
 # -- sections ----------------------------------------------------------------------------------
 
 
+def _assumed_model(run: RunResult, transcript_model: str) -> tuple[str, str | None]:
+    """The model the run's replay assumed, as table cell HTML, and a sentence when it is not the
+    transcript's (the fact the command line gives as a note, for this run's own config)."""
+    if run.trace is None:
+        return '<span class="muted">no trace</span>', None
+    if "assumed_model" not in run.trace.meta:
+        return '<span class="muted">not recorded (trace saved by an older version)</span>', None
+    model = str(run.trace.meta.get("assumed_model") or "")
+    recorded = str((run.trace.meta.get("session") or {}).get("model") or transcript_model or "")
+    if not model:
+        return '<span class="muted">none named</span>', None
+    if not recorded:
+        return f'{_e(model)}<br><span class="muted">the transcript names none</span>', None
+    if not models_differ(recorded, model):
+        return f'{_e(model)}<br><span class="muted">the transcript&#8217;s</span>', None
+    cell = f'{_e(model)}<br><span class="warn">not the transcript&#8217;s ({_e(recorded)})</span>'
+    sentence = (f'<p><span class="warn">Model differs:</span> the transcript&#8217;s model is {_e(recorded)} but run '
+                f'<b>{_e(run.label)}</b> assumed {_e(model)} for update_model, the context window, the cache minimum '
+                f'and prices; set model.default={_e(recorded)} to replay it as recorded.</p>')
+    return cell, sentence
+
+
 def _section_runs(comparison: Comparison) -> str:
-    rows = []
+    rows, notes = [], []
+    transcript_model = str((comparison.session or {}).get("model") or "")
     for i, run in enumerate(comparison.runs):
         status = _e(run.status) + (f' <span class="err">{_e(run.error)}</span>' if run.error else "")
+        model, note = _assumed_model(run, transcript_model)
+        if note:
+            notes.append(note)
         rows.append(f'<tr><td><span class="sw" style="background:{_color(i)}"></span>{_e(run.label)}</td>'
-                    f"<td>{_e(run.spec.describe())}</td><td>{status}</td><td>{run.seconds:.2f}</td></tr>")
-    return ("<h2>Runs</h2><table><thead><tr><th>run</th><th>engine spec</th><th>status</th>"
-            "<th>wall time (s)</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+                    f'<td>{_e(run.spec.describe())}</td><td class="l">{model}</td><td>{status}</td>'
+                    f"<td>{run.seconds:.2f}</td></tr>")
+    return ('<h2>Runs</h2><table><thead><tr><th>run</th><th>engine spec</th><th class="l">model assumed</th>'
+            "<th>status</th><th>wall time (s)</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+            + "".join(notes))
 
 
 def _section_table(comparison: Comparison) -> str:
@@ -272,15 +304,15 @@ def _section_plots(comparison: Comparison) -> str:
     if not al.rows:
         return "<h2>Plots</h2><p>No provider requests in any run.</p>"
     labels = comparison.labels
-    ticks = _x_ticks(al.rows)
+    ticks = _turn_starts(al.rows)
     marks = [[p["x"] for p in pts] for pts in compression_points(comparison)]
     prompt = svg_plot(aligned_series(comparison, "prompt_tokens"), labels, title="Prompt tokens per request",
-                      y_label="tokens", x_ticks=ticks, dashed=aligned_series(comparison, "threshold_tokens"),
+                      y_label="tokens", turn_starts=ticks, dashed=aligned_series(comparison, "threshold_tokens"),
                       dashed_label="compression threshold (per run)", markers=marks)
     comp = svg_plot(aligned_series(comparison, "compression_count"), labels, title="compression_count",
-                    y_label="compressions", x_ticks=ticks, step=True)
+                    y_label="compressions", turn_starts=ticks, step=True)
     cached = svg_plot(aligned_series(comparison, "cache_read"), labels, title="Cached tokens read per request",
-                      y_label="tokens", x_ticks=ticks)
+                      y_label="tokens", turn_starts=ticks)
     return ("<h2>Plots</h2>"
             + _img(prompt, "prompt tokens per request per run, with each run's compression threshold")
             + _img(comp, "compression_count per request per run")
@@ -385,7 +417,7 @@ def _section_faults(comparison: Comparison) -> str:
 def _section_session(comparison: Comparison) -> str:
     s = comparison.session or {}
     items = [("title", s.get("title")), ("session id", s.get("id")), ("format", s.get("format")),
-             ("source", s.get("path")), ("model", s.get("model")), ("turns", s.get("turns")),
+             ("source", s.get("path")), ("transcript's model", s.get("model")), ("turns", s.get("turns")),
              ("messages", s.get("messages"))]
     body = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in items if v not in (None, ""))
     return f'<h2>Session</h2><dl class="info">{body}</dl>'

@@ -415,6 +415,9 @@ class Host:
         self._last_sanitised: dict[str, int] | None = None
         self._turn_exit: str | None = None  # why Hermes would have ended the current turn early  # inline hook kind -> timeouts so far (see HOOK_TIMEOUTS_BEFORE_SKIP)
         self.trace.meta.setdefault("message_keys", KEY_SCHEME)
+        # The model the engine is told of (update_model) and the window, cache minimum and prices
+        # follow; model.default wins over the transcript's, so reports must say which it was.
+        self.trace.meta["assumed_model"] = self.settings.model
         self._status_from_state = getattr(type(engine), "get_status", None) is ContextEngine.get_status
         self._status_raw: tuple[Any, ...] | None = None
         self._raw_state: tuple[Any, ...] | None = None  # the attributes _state() last read

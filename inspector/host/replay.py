@@ -54,15 +54,24 @@ def make_simulator(config: dict[str, Any], model: str = "") -> Any:
     return CacheSimulator(insp.get("cache_profile") or "anthropic", rules=rules, ttl=ttl, model=model)
 
 
-def model_note(session: Session, model: str) -> str | None:
-    """Say so when the replay assumes another model than the transcript used (window, cache, prices)."""
+def models_differ(recorded: str | None, model: str | None) -> bool:
+    """Both models are named and are not the same one (a provider prefix or spelling aside).
+
+    The CLI's note and the HTML report decide with this, so they always agree.
+    """
     from inspector.cache.rules import normalise_model
 
-    recorded = (session.model or "").strip()
+    recorded, model = (recorded or "").strip(), (model or "").strip()
     if not recorded or not model:
-        return None
+        return False
     a, b = normalise_model(recorded), normalise_model(model)
-    if a == b or a.endswith("/" + b) or b.endswith("/" + a):
+    return not (a == b or a.endswith("/" + b) or b.endswith("/" + a))
+
+
+def model_note(session: Session, model: str) -> str | None:
+    """Say so when the replay assumes another model than the transcript used (window, cache, prices)."""
+    recorded = (session.model or "").strip()
+    if not models_differ(recorded, model):
         return None
     return (f"the transcript's model is {recorded!r} but the replay uses {model!r} (config model.default) for "
             f"update_model, the cache minimum and prices; --set model.default={recorded} replays it as recorded")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import re
 import shutil
 import subprocess
@@ -140,3 +141,164 @@ def test_threshold_far_above_the_data_is_named_not_drawn():
     assert svg.count("<polyline") == 1  # the data line only
     near = svg_plot([[10.0, 20.0]], ["a"], title="t", y_label="y", dashed=[[30.0, 30.0]], dashed_label="threshold")
     assert near.count("<polyline") == 2 and "above the plot" not in near
+
+
+# -- the model each run assumed ------------------------------------------------------------------
+
+
+def _runs_rows(page: str) -> dict[str, str]:
+    """The Runs table as {run label: the row's text}, and the text after the table under "notes"."""
+    section = page[page.index("<h2>Runs</h2>"):page.index("<h2>Summary</h2>")]
+    table, _, after = section.partition("</table>")
+    rows: dict[str, str] = {}
+    for row in table.split("<tr>")[2:]:  # [0] before the table, [1] the header
+        parser = _Collector()
+        parser.feed(row)
+        cells = [t for t in parser.text if t.strip()]
+        rows[cells[0]] = " ".join(cells[1:])
+    parser = _Collector()
+    parser.feed(after)
+    rows["notes"] = "".join(parser.text)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def two_model_comparison(plugin_dir):
+    from inspector.config import load_config
+
+    session = make_session(turns=2)
+    session.model = "gpt-4o"
+    cfg = load_config(None, {"model": {"default": "claude-opus-4-5"}})
+    specs = parse_specs(["cmp_never:label=assumes-default", "cmp_never:model.default=gpt-4o,label=as-recorded"])
+    comp = run_comparison(session, specs, cfg, plugin_dirs=[str(plugin_dir)])
+    assert all(r.ok for r in comp.runs)
+    return comp
+
+
+def _says_each_runs_own_model(page: str) -> None:
+    rows = _runs_rows(page)
+    assert "claude-opus-4-5" in rows["assumes-default"] and "not the transcript’s (gpt-4o)" in rows["assumes-default"]
+    assert "gpt-4o" in rows["as-recorded"] and "the transcript’s" in rows["as-recorded"]
+    assert "claude-opus-4-5" not in rows["as-recorded"] and "not the transcript" not in rows["as-recorded"]
+    # the command line's note, said for the run it concerns and only for it
+    assert "the transcript’s model is gpt-4o but run assumes-default assumed claude-opus-4-5" in rows["notes"]
+    assert "set model.default=gpt-4o to replay it as recorded" in rows["notes"]
+    assert "as-recorded" not in rows["notes"]
+
+
+def test_report_names_the_model_each_run_assumed(two_model_comparison):
+    _says_each_runs_own_model(render_html_report(two_model_comparison))
+
+
+def test_a_saved_comparison_keeps_the_models_its_runs_assumed(two_model_comparison, tmp_path):
+    from inspector.compare import load_comparison, save_comparison
+
+    save_comparison(two_model_comparison, tmp_path / "c.json.gz")
+    _says_each_runs_own_model(render_html_report(load_comparison(tmp_path / "c.json.gz")))
+
+
+def test_a_run_on_the_transcripts_own_model_has_nothing_to_warn_about(plugin_dir):
+    from inspector.config import load_config
+
+    session = make_session(turns=1)
+    session.model = "anthropic/claude-opus-4-5"  # the same model with a provider prefix
+    comp = run_comparison(session, parse_specs(["cmp_never"]), load_config(None, {"model": {"default": "claude-opus-4-5"}}),
+                          plugin_dirs=[str(plugin_dir)])
+    rows = _runs_rows(render_html_report(comp))
+    assert "claude-opus-4-5 the transcript’s" in rows["cmp_never"] and "Model differs" not in rows["notes"]
+
+
+def test_a_trace_saved_before_the_model_was_recorded_still_renders():
+    from inspector.compare.runs import Comparison, RunResult
+
+    from .conftest import synthetic_trace
+
+    old = synthetic_trace([2, 1])
+    assert "assumed_model" not in old.meta
+    comp = Comparison(runs=[RunResult(spec=RunSpec("x", (), "old run"), trace=old)], session={"model": "gpt-4o"})
+    rows = _runs_rows(render_html_report(comp))
+    assert "not recorded" in rows["old run"] and "Model differs" not in rows["notes"]
+
+
+# -- x-axis labels -------------------------------------------------------------------------------
+
+# Per character, at the plots' 11 px: DejaVu Sans draws digits at 0.636 em, the widest of the
+# common sans-serif fonts; "t" is narrower. The test's own bound, independent of the report's.
+LABEL_PX_PER_CHAR = 0.64 * 11
+_X_LABEL = re.compile(r'<text x="([-\d.]+)" y="[\d.]+" text-anchor="middle" fill="#555">(t\d+)</text>')
+
+
+def _x_labels(calls_per_turn: list[int]) -> tuple[list[tuple[float, float, str]], float]:
+    """The prompt plot's x-axis labels as (left, right, text) in x order, and the picture's width."""
+    from inspector.compare.runs import Comparison, RunResult
+
+    from .conftest import synthetic_trace
+
+    comp = Comparison(runs=[RunResult(spec=RunSpec("x", (), "x"), trace=synthetic_trace(calls_per_turn))])
+    page = render_html_report(comp)
+    svg = base64.b64decode(re.findall(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', page)[0]).decode()
+    width = float(re.search(r'<svg [^>]*width="(\d+)"', svg).group(1))
+    labels = []
+    for x, text in _X_LABEL.findall(svg):
+        half = len(text) * LABEL_PX_PER_CHAR / 2
+        labels.append((float(x) - half, float(x) + half, text))
+    return sorted(labels), width
+
+
+def _assert_readable(labels: list[tuple[float, float, str]], width: float) -> None:
+    assert labels
+    for (_, right, a), (left, _, b) in zip(labels, labels[1:]):
+        assert left - right >= 4, f"{a} and {b} are {left - right:.1f} px apart"
+    assert labels[0][0] >= 0 and labels[-1][1] <= width, "a label runs off the picture"
+
+
+@pytest.mark.parametrize("calls_per_turn", [
+    [300] + [1] * 30,  # one long turn, then thirty turns on neighbouring rows
+    [1] * 30 + [300],
+    [1] * 10 + [200] + [1] * 40,
+    [3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1] * 4 + [90],
+], ids=["crowded-end", "crowded-start", "crowded-both", "uneven"])
+def test_x_labels_never_overlap_where_turns_crowd(calls_per_turn):
+    labels, width = _x_labels(calls_per_turn)
+    _assert_readable(labels, width)
+    assert labels[0][2] == "t0" and labels[-1][2] == f"t{len(calls_per_turn) - 1}"  # first and last turn named
+
+
+def test_x_labels_of_a_long_session_are_a_round_step():
+    turns = 2_500
+    labels, width = _x_labels([1 + t % 3 for t in range(turns)])
+    _assert_readable(labels, width)
+    texts = [text for _, _, text in labels]
+    assert texts[0] == "t0" and texts[-1] == f"t{turns - 1}"
+    inner = [int(t[1:]) for t in texts[1:-1]]
+    step = inner[1] - inner[0]
+    assert len(inner) >= 6 and str(step).rstrip("0") in ("1", "2", "5"), texts
+    assert all(b - a == step for a, b in zip(inner, inner[1:])), "no round turn left out in the middle"
+
+
+@pytest.mark.parametrize("calls_per_turn, expected", [
+    ([1], ["t0"]),
+    ([4], ["t0"]),
+    ([1, 1], ["t0", "t1"]),
+    ([1, 2, 1], ["t0", "t1", "t2"]),
+    ([1, 400], ["t0", "t1"]),  # the two turns start one request apart: both named, side by side
+])
+def test_x_labels_of_a_short_session_name_every_turn(calls_per_turn, expected):
+    labels, width = _x_labels(calls_per_turn)
+    _assert_readable(labels, width)
+    assert [text for _, _, text in labels] == expected
+
+
+def test_legend_texts_stay_apart_and_inside_the_picture():
+    from inspector.compare.plot_layout import text_width
+
+    labels = ["compressor[threshold=0.3,default=gpt-4o]", "compressor[threshold=0.5,default=gpt-4o]"]
+    svg = svg_plot([[10.0, 20.0], [12.0, 22.0]], labels, title="t", y_label="y", dashed=[[1000.0] * 2] * 2,
+                   dashed_label="compression threshold (per run)")
+    width = float(re.search(r'<svg [^>]*width="(\d+)"', svg).group(1))
+    boxes = sorted((float(y), float(x), float(x) + text_width(html.unescape(text)))
+                   for x, y, text in re.findall(r'<text x="([\d.]+)" y="([\d.]+)" fill="#222">([^<]*)</text>', svg))
+    assert len(boxes) == 3
+    for (y_a, _, right), (y_b, left, _) in zip(boxes, boxes[1:]):
+        assert y_a != y_b or right < left, "two legend texts overlap"
+    assert all(right <= width for _, _, right in boxes), "a legend text runs off the picture"

@@ -451,3 +451,12 @@ def test_a_replay_says_when_it_assumes_another_model_than_the_transcript(config)
     session.model = "anthropic/claude-sonnet-4.5"
     notes = [e.note for e in replay(session, CountingEngine(), config).events if e.kind == EV_NOTE]
     assert not any("transcript's model" in n for n in notes), "same model: nothing to say"
+
+
+def test_a_trace_records_the_model_the_replay_assumed(config):
+    session = coding_session(1)
+    session.model = "claude-opus-4-6"
+    assumed = replay(session, CountingEngine(), config).meta["assumed_model"]
+    assert assumed == config["model"]["default"] != "claude-opus-4-6"  # model.default wins over the transcript
+    without_default = {**config, "model": {k: v for k, v in config["model"].items() if k != "default"}}
+    assert replay(session, CountingEngine(), without_default).meta["assumed_model"] == "claude-opus-4-6"
