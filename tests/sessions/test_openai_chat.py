@@ -76,6 +76,15 @@ def test_a_messages_object_sets_the_tools(tmp_path: Path):
     assert s.tools == tools
 
 
+def test_a_messages_object_names_its_model_and_title_at_the_top_or_in_its_metadata(tmp_path: Path):
+    for extra, model, title in (({"model": "gpt-4o", "title": "t1"}, "gpt-4o", "t1"),
+                                ({"meta": {"model": "gpt-4.1", "title": "t2"}}, "gpt-4.1", "t2"),
+                                ({"metadata": {"model": "o3"}, "model": "gpt-5"}, "gpt-5", "list files")):
+        path = _write(tmp_path / "chat.json", json.dumps({"messages": CONVERSATION, **extra}))
+        s = load_session(str(path))
+        assert (s.model, s.title) == (model, title)  # without one, the title is the first prompt
+
+
 def test_conversation_per_line_holds_several_sessions(tmp_path: Path):
     lines = [json.dumps({"messages": CONVERSATION}), json.dumps({"messages": [{"role": "user", "content": "hi"}]})]
     path = _write(tmp_path / "train.jsonl", "\n".join(lines))

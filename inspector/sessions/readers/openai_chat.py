@@ -220,8 +220,14 @@ def read_object(source: Source, session_id: str | None = None) -> Session:
     if key is None or not isinstance(data[key], list):
         raise source.error("expected a 'messages' list in the JSON object; keys seen: " + _keys(data))
     session = build_session(data[key], source=source, fmt="openai-object", session_id=str(data.get("id") or _stem(source)), tools=data.get("tools"))
-    if data.get("model") and isinstance(data["model"], str):
-        session.model = data["model"]
+    # The model and title at the top level, else in a metadata object beside the messages.
+    extra = next((data[k] for k in ("meta", "metadata") if isinstance(data.get(k), dict)), {})
+    model = next((v for v in (data.get("model"), extra.get("model")) if isinstance(v, str) and v), None)
+    if model:
+        session.model = model
+    title = next((v for v in (data.get("title"), extra.get("title")) if isinstance(v, str) and v), None)
+    if title:
+        session.title = title
     if "trajectory_format" in data:
         session.meta["wrapper"] = str(data["trajectory_format"])
     elif key == "history":
