@@ -42,6 +42,7 @@ from inspector.engines.compressor_summary import (
     MERGED_PRIOR_OPEN,
     SUMMARY_PREFIX,
     SYSTEM_COMPACTION_NOTE,
+    is_actionable_user_message,
     is_real_user_message,
     is_summary_message,
     message_text,
@@ -50,6 +51,7 @@ from inspector.engines.compressor_summary import (
 )
 from inspector.engines.contract import ContextEngine, resolve_model_threshold, sanitize_memory_context
 from inspector.engines.redact import redact_sensitive_text
+from inspector.engines.run_context import current_run, effective_clock, run_clock
 from inspector.tokens.rough import estimate_messages_tokens_rough, message_rough_chars
 
 __all__ = [
@@ -212,7 +214,7 @@ class ContextCompressor(ContextEngine):
         *,
         now: Any = None,
         clock: Callable[[], float] | None = None,
-        offline_stand_in: bool = False,
+        offline_stand_in: bool | None = None,
         model_thresholds: dict[str, Any] | None = None,
         proactive_prune_tokens: int = 0,
         proactive_prune_min_result_chars: int = 8000,
@@ -221,9 +223,11 @@ class ContextCompressor(ContextEngine):
         """Arguments and defaults are Hermes' (§6.1); keyword-only extras exist for the inspector.
 
         ``now`` (a date, datetime, string or a callable returning one) fixes the date in the
-        summary prompt's TEMPORAL ANCHORING line so replays are reproducible; ``clock`` replaces
-        ``time.monotonic`` for failure cooldowns; ``model_thresholds`` is
-        ``compression.model_thresholds``; the ``proactive_prune_*`` values are the [M] knobs.
+        summary prompt's TEMPORAL ANCHORING line so replays are reproducible; ``clock`` and
+        ``offline_stand_in`` fix the failure-cooldown clock and the offline rule, which otherwise
+        follow the current run (:mod:`inspector.engines.run_context`), so a compressor a plugin
+        builds behaves as the built-in; ``model_thresholds`` is ``compression.model_thresholds``;
+        the ``proactive_prune_*`` values are the [M] knobs.
         """
         self.model = model or ""
         self.base_url = base_url or ""
@@ -244,11 +248,8 @@ class ContextCompressor(ContextEngine):
         self.proactive_prune_min_result_chars = max(200, _as_int(proactive_prune_min_result_chars))
         self.proactive_prune_min_reclaim_tokens = max(0, _as_int(proactive_prune_min_reclaim_tokens))
         self._now = now
-        self._clock: Callable[[], float] = clock or time.monotonic
-        # Inspector offline mode: with no auxiliary provider at all, the deterministic summary
-        # stands in for the one Hermes' `auxiliary.compression: auto` would get from the main
-        # model, so it triggers neither the no-provider cooldown nor the fallback streak.
-        self.offline_stand_in = bool(offline_stand_in)
+        self._clock: Callable[[], float] = clock or run_clock
+        self.offline_stand_in = offline_stand_in
         self._last_summary_offline_stand_in = False
 
         # The configured percent is snapshotted once; every recomputation starts from it.
@@ -288,7 +289,7 @@ class ContextCompressor(ContextEngine):
         self._ineffective_compression_count = 0
         self._fallback_compression_streak = 0
         self._verify_compaction_cleared_threshold = False
-        self._summary_failure_cooldown_until = 0.0
+        self._failure_cooldown_deadline = 0.0  # on the clock above; 0.0 = no cooldown
         self._summary_failure_kind: str | None = None
         self._consecutive_timeout_failures = 0
 
@@ -327,6 +328,49 @@ class ContextCompressor(ContextEngine):
         if "_config_threshold_percent" in vars(self):
             self._apply_thresholds()
 
+    @property
+    def offline_stand_in(self) -> bool:
+        """Inspector offline mode: with no auxiliary provider at all, the deterministic summary
+        stands in for the one Hermes' ``auxiliary.compression: auto`` would get from the main
+        model, so it triggers neither the no-provider cooldown nor the fallback streak.
+
+        Unless set on the instance, the current run decides (``inspector.offline_fallback_counts``);
+        outside a run it is off, Hermes' strict rule.
+        """
+        fixed = self.__dict__.get("_offline_stand_in")
+        if fixed is not None:
+            return fixed
+        run = current_run()
+        return run.offline_stand_in if run is not None else False
+
+    @offline_stand_in.setter
+    def offline_stand_in(self, value: bool | None) -> None:
+        self._offline_stand_in = None if value is None else bool(value)
+
+    @property
+    def _summary_failure_cooldown_until(self) -> float:
+        """Hermes' attribute: when the cooldown ends on ``time.monotonic()`` (0.0: none).
+
+        Subclasses read and write it against ``time.monotonic()`` (``now < until``, ``until =
+        time.monotonic() + 60``), as Hermes' own code does. The cooldown itself runs on this
+        instance's clock, which during a replay is the transcript's and runs hours ahead of
+        the wall clock, so the value is translated through the time left: such code then sees
+        a cooldown last its seconds of transcript time, as the built-in's gate does.
+        """
+        deadline = self.__dict__.get("_failure_cooldown_deadline", 0.0)
+        clock = effective_clock(self.__dict__.get("_clock") or run_clock)
+        if not deadline or clock is time.monotonic:
+            return deadline
+        return time.monotonic() + (deadline - clock())
+
+    @_summary_failure_cooldown_until.setter
+    def _summary_failure_cooldown_until(self, value: float) -> None:
+        value = float(value or 0.0)
+        clock = effective_clock(self.__dict__.get("_clock") or run_clock)
+        if value > 0 and clock is not time.monotonic:
+            value = clock() + (value - time.monotonic())
+        self._failure_cooldown_deadline = value
+
     # ----------------------------------------------------------------------------------------
     # Thresholds and model switches (§6.1, §1.5)
     # ----------------------------------------------------------------------------------------
@@ -336,10 +380,22 @@ class ContextCompressor(ContextEngine):
         self._base_threshold_percent = resolve_model_threshold(
             self.model, self.model_thresholds, self._config_threshold_percent, self.provider
         )
-        self.threshold_percent = effective_threshold_percent(self._base_threshold_percent, self.context_length)
-        self.threshold_tokens = compute_threshold_tokens(self.context_length, self.threshold_percent, self.max_tokens)
+        self.threshold_percent = self._effective_threshold_percent(self.context_length, self._base_threshold_percent)
+        self.threshold_tokens = self._compute_threshold_tokens(self.context_length, self.threshold_percent, self.max_tokens)
         self.tail_token_budget = int(self.threshold_tokens * self.summary_target_ratio)
         self.max_summary_tokens = min(int(self.context_length * 0.05), MAX_SUMMARY_TOKENS_CAP)
+
+    @staticmethod
+    def _effective_threshold_percent(context_length: int, threshold_percent: float) -> float:
+        """Hermes' name and argument order for :func:`effective_threshold_percent` (no window: no floor)."""
+        if not context_length:
+            return float(threshold_percent)
+        return effective_threshold_percent(threshold_percent, context_length)
+
+    @staticmethod
+    def _compute_threshold_tokens(context_length: int, threshold_percent: float, max_tokens: int | None = None) -> int:
+        """Hermes' name for :func:`compute_threshold_tokens`, so a subclass can change the trigger."""
+        return compute_threshold_tokens(context_length, threshold_percent, max_tokens)
 
     def update_model(
         self,
@@ -381,7 +437,7 @@ class ContextCompressor(ContextEngine):
         self._proactive_prune_watermark = None
         if route_changed:
             self._fallback_compression_streak = 0
-            self._clear_failure_cooldown()
+            self._clear_compression_failure_cooldown()
 
     # ----------------------------------------------------------------------------------------
     # Usage and gating (§5, §6.2, §6.3)
@@ -469,18 +525,49 @@ class ContextCompressor(ContextEngine):
     # Cooldowns and verdicts (§6.8, §4.6)
     # ----------------------------------------------------------------------------------------
 
-    def get_active_compression_failure_cooldown(self) -> float | None:
-        """Seconds left in the summary-failure cooldown, or None when there is none."""
-        remaining = self._summary_failure_cooldown_until - self._clock()
+    def get_active_compression_failure_cooldown(self, *, refresh: bool = False) -> float | None:
+        """Seconds left in the summary-failure cooldown, or None when there is none.
+
+        ``refresh`` is Hermes' request to re-read a cooldown persisted in the session store; the
+        inspector keeps cooldowns in memory, so there is nothing to re-read.
+        """
+        remaining = self._failure_cooldown_deadline - self._clock()
         return remaining if remaining > 0 else None
 
-    def _set_failure_cooldown(self, seconds: float, kind: str) -> None:
-        self._summary_failure_cooldown_until = self._clock() + seconds
-        self._summary_failure_kind = kind
+    def _record_compression_failure_cooldown(self, cooldown_seconds: float, error: str | None) -> None:
+        """Hermes' name: no summary attempt for ``cooldown_seconds``, remembering why.
 
-    def _clear_failure_cooldown(self) -> None:
-        self._summary_failure_cooldown_until = 0.0
+        Like Hermes it also hands the cooldown to a bound session store that can keep one
+        (``record_compression_failure_cooldown(session_id, wall-clock end, error)``); the
+        inspector's host binds none.
+        """
+        self._failure_cooldown_deadline = self._clock() + float(cooldown_seconds)
+        self._last_summary_error = error
+        self._tell_session_db("record_compression_failure_cooldown", time.time() + float(cooldown_seconds), error)
+
+    def _clear_compression_failure_cooldown(self) -> None:
+        """Hermes' name: end the cooldown and forget its error and the timeout ladder's climb."""
+        self._failure_cooldown_deadline = 0.0
         self._summary_failure_kind = None
+        self._last_summary_error = None
+        self._consecutive_timeout_failures = 0
+        self._tell_session_db("clear_compression_failure_cooldown")
+
+    def _tell_session_db(self, method: str, *args: Any) -> None:
+        """Best effort, as in Hermes: a store that lacks the method or fails is not an error."""
+        session_db = self.__dict__.get("_session_db")
+        session_id = self.__dict__.get("_session_id")
+        call = getattr(session_db, method, None) if session_db is not None and session_id else None
+        if callable(call):
+            try:
+                call(session_id, *args)
+            except Exception as exc:
+                logger.debug("session store %s failed: %s", method, exc)
+
+    def _set_failure_cooldown(self, seconds: float, kind: str, error: str | None = None) -> None:
+        """A cooldown of one failure class (``kind``); ``error`` None keeps the current message."""
+        self._record_compression_failure_cooldown(seconds, self._last_summary_error if error is None else error)
+        self._summary_failure_kind = kind
 
     def record_timeout_failure(self, reason: str, failure_kind: str = "stalled") -> None:
         """The host gave up waiting for compress(): climb the 60 → 300 → 900 s ladder."""
@@ -489,8 +576,7 @@ class ContextCompressor(ContextEngine):
     def _apply_timeout_cooldown(self, error: str) -> None:
         self._consecutive_timeout_failures += 1
         step = min(self._consecutive_timeout_failures, len(COOLDOWN_TIMEOUT_LADDER)) - 1
-        self._set_failure_cooldown(COOLDOWN_TIMEOUT_LADDER[step], "timeout")
-        self._last_summary_error = error
+        self._set_failure_cooldown(COOLDOWN_TIMEOUT_LADDER[step], "timeout", error)
 
     def record_completed_compaction(self, *, used_fallback: bool) -> None:
         """Called by the host after a committed boundary; arms the next real-usage verdict."""
@@ -607,8 +693,8 @@ class ContextCompressor(ContextEngine):
             cut = max(n - min_tail, head_end + 1)
         cut = self._align_boundary_backward(messages, cut)
 
-        user_idx = next((i for i in range(n - 1, -1, -1) if is_real_user_message(messages[i])), None)
-        if user_idx is not None and head_end <= user_idx < cut:
+        user_idx = self._find_last_user_message_idx(messages, head_end)
+        if 0 <= user_idx < cut:
             if user_idx >= head_end + 1:
                 cut = user_idx
             else:
@@ -638,6 +724,17 @@ class ContextCompressor(ContextEngine):
 
         return min(n, self._align_boundary_forward(messages, max(cut, head_end + 1)))
 
+    def _find_last_user_message_idx(self, messages: list[dict[str, Any]], head_end: int) -> int:
+        """Index of the newest user ask at or after ``head_end``, or -1 (the tail keeps it).
+
+        Summaries, synthetic rows and blank platform echoes are not asks; a row with only an
+        image is.
+        """
+        for i in range(len(messages) - 1, max(head_end, 0) - 1, -1):
+            if is_actionable_user_message(messages[i]):
+                return i
+        return -1
+
     def has_content_to_compress(self, messages: list[dict[str, Any]]) -> bool:
         start = self._align_boundary_forward(messages, self._protect_head_size(messages))
         return start < self._find_tail_cut_by_tokens(messages, start)
@@ -660,27 +757,33 @@ class ContextCompressor(ContextEngine):
     def _serialize_for_summary(self, turns: list[dict[str, Any]]) -> str:
         return _summary.serialize_turns(turns)
 
-    def _auto_focus_topic(self, messages: list[dict[str, Any]]) -> str | None:
-        """The newest user asks, so automatic compactions also know what matters now."""
+    @classmethod
+    def _derive_auto_focus_topic(cls, messages: list[dict[str, Any]]) -> str | None:
+        """The newest user asks, so automatic compactions also know what matters now.
+
+        Up to three asks, newest last, each redacted, whitespace-collapsed and cut to 260
+        characters; the whole text is cut to 700 characters. None without any ask.
+        """
         picked: list[str] = []
-        total = len(AUTO_FOCUS_HEADER)
         for msg in reversed(messages):
-            if len(picked) >= AUTO_FOCUS_ITEMS:
-                break
             if not is_real_user_message(msg):
                 continue
-            text = " ".join(redact_sensitive_text(message_text(msg)).split())
+            text = " ".join(redact_sensitive_text(message_text(msg).strip()).split())
             if not text:
                 continue
             if len(text) > AUTO_FOCUS_ITEM_CHARS:
-                text = text[: AUTO_FOCUS_ITEM_CHARS - 1] + "…"
-            if total + 3 + len(text) > AUTO_FOCUS_TOTAL_CHARS:
-                break
+                text = text[: AUTO_FOCUS_ITEM_CHARS - 1].rstrip() + "…"
             picked.append(text)
-            total += 3 + len(text)
+            if len(picked) >= AUTO_FOCUS_ITEMS:
+                break
         if not picked:
             return None
-        return AUTO_FOCUS_HEADER + "".join(f"\n- {t}" for t in reversed(picked))
+        focus = AUTO_FOCUS_HEADER + "".join(f"\n- {t}" for t in reversed(picked))
+        if len(focus) > AUTO_FOCUS_TOTAL_CHARS:
+            focus = focus[: AUTO_FOCUS_TOTAL_CHARS - 1].rstrip() + "…"
+        return focus
+
+    _auto_focus_topic = _derive_auto_focus_topic  # the name this class used before Hermes' was known
 
     def _build_summary_prompt(
         self, turns: list[dict[str, Any]], focus_topic: str | None = None, memory_context: str = ""
@@ -807,10 +910,8 @@ class ContextCompressor(ContextEngine):
             self._record_summary_failure(_EmptySummaryError("summary was empty after cleaning"), "other")
             return None
         self._previous_summary = body
-        self._clear_failure_cooldown()
-        self._consecutive_timeout_failures = 0
-        self._last_summary_error = None
-        return SUMMARY_PREFIX + "\n" + body
+        self._clear_compression_failure_cooldown()
+        return self._with_summary_prefix(body)
 
     @staticmethod
     def _classify_summary_failure(exc: BaseException) -> str:
@@ -857,36 +958,50 @@ class ContextCompressor(ContextEngine):
             self._last_summary_offline_stand_in = True
             self._last_summary_error = NO_PROVIDER_ERROR + " (offline replay: the deterministic summary stands in)"
         elif kind == "no_provider":
-            self._set_failure_cooldown(COOLDOWN_NO_PROVIDER, kind)
-            self._last_summary_error = NO_PROVIDER_ERROR
+            self._set_failure_cooldown(COOLDOWN_NO_PROVIDER, kind, NO_PROVIDER_ERROR)
         elif kind == "timeout":
             self._apply_timeout_cooldown(f"summary request timed out: {detail}")
         elif kind == "json":
-            self._set_failure_cooldown(COOLDOWN_TRANSIENT, kind)
-            self._last_summary_error = f"summary response was not valid JSON: {detail}"
+            self._set_failure_cooldown(COOLDOWN_TRANSIENT, kind, f"summary response was not valid JSON: {detail}")
         elif kind == "connection":
-            self._set_failure_cooldown(COOLDOWN_TRANSIENT, kind)
             self._last_summary_network_failure = True
-            self._last_summary_error = f"summary connection failed: {detail}"
+            self._set_failure_cooldown(COOLDOWN_TRANSIENT, kind, f"summary connection failed: {detail}")
         elif kind == "auth":
-            self._set_failure_cooldown(COOLDOWN_OTHER, kind)
             self._last_summary_auth_failure = True
-            self._last_summary_error = f"summary request rejected (auth/permission/quota): {detail}"
+            self._set_failure_cooldown(
+                COOLDOWN_OTHER, kind, f"summary request rejected (auth/permission/quota): {detail}"
+            )
         else:
-            self._set_failure_cooldown(COOLDOWN_OTHER, kind)
-            self._last_summary_error = f"summary generation failed: {detail}"
+            self._set_failure_cooldown(COOLDOWN_OTHER, kind, f"summary generation failed: {detail}")
         if not self.quiet_mode:
             logger.warning("Context summary failed (%s): %s", kind, self._last_summary_error)
 
-    def _build_fallback_summary(self, turns: list[dict[str, Any]]) -> str:
-        """Hermes' no-LLM summary (§6.9); deterministic for identical turns and error."""
+    def _build_static_fallback_summary(self, turns_to_summarize: list[dict[str, Any]], reason: str | None = None) -> str:
+        """Hermes' no-LLM summary (§6.9), prefixed; deterministic for identical turns and reason."""
         body = _summary.build_fallback_body(
-            turns,
+            turns_to_summarize,
             previous_summary_existed=bool(self._previous_summary),
-            failure_reason=self._last_summary_error,
+            failure_reason=reason,
         )
-        self._previous_summary = body
-        return SUMMARY_PREFIX + "\n" + body
+        return self._with_summary_prefix(body)
+
+    def _build_fallback_summary(self, turns: list[dict[str, Any]]) -> str:
+        """The fallback summary for the last failure; it becomes the running summary."""
+        summary = self._build_static_fallback_summary(turns, reason=self._last_summary_error)
+        self._previous_summary = self._strip_summary_prefix(summary)
+        return summary
+
+    @staticmethod
+    def _strip_summary_prefix(summary: str) -> str:
+        """The body of a summary: merge wrapper, any known prefix and the end marker (and what
+        follows it) removed, so a body is never prefixed twice or carries an old prefix on."""
+        return summary_body_from_text(summary)
+
+    @classmethod
+    def _with_summary_prefix(cls, summary: str) -> str:
+        """``SUMMARY_PREFIX + "\\n" + body`` for any summary text (just the prefix when empty)."""
+        body = cls._strip_summary_prefix(summary)
+        return f"{SUMMARY_PREFIX}\n{body}" if body else SUMMARY_PREFIX
 
     # ----------------------------------------------------------------------------------------
     # Assembly helpers (§6.4 steps 9-14)
@@ -1038,7 +1153,7 @@ class ContextCompressor(ContextEngine):
         self._last_compression_made_progress = False
         self._last_summary_from_cache = False
         if force:
-            self._clear_failure_cooldown()
+            self._clear_compression_failure_cooldown()
 
         original = messages
         # 2. head and the minimum size
@@ -1069,7 +1184,7 @@ class ContextCompressor(ContextEngine):
             # The transcript's own summary is the running summary of this conversation. For a
             # single session it equals the in-memory copy; reading it every time also keeps an
             # instance shared between sessions from continuing another session's summary.
-            body = summary_body_from_text(message_text(messages[summary_idx]))
+            body = self._strip_summary_prefix(message_text(messages[summary_idx]))
             if body:
                 self._previous_summary = body
             turns = messages[max(summary_idx + 1, start) : end]
@@ -1079,7 +1194,7 @@ class ContextCompressor(ContextEngine):
             turns = messages[start:end]
 
         # 6. focus
-        focus = focus_topic or self._auto_focus_topic(messages)
+        focus = focus_topic or self._derive_auto_focus_topic(messages)
 
         # 7-8. summary, abort or fallback
         summary = self._generate_summary(turns, focus_topic=focus, memory_context=memory_context)
@@ -1209,7 +1324,8 @@ class ContextCompressor(ContextEngine):
         self._fallback_compression_streak = 0
         self._verify_compaction_cleared_threshold = False
         self._consecutive_timeout_failures = 0
-        self._clear_failure_cooldown()
+        self._failure_cooldown_deadline = 0.0
+        self._summary_failure_kind = None
         self._proactive_prune_watermark = None
         self._last_compress_aborted = False
         self._last_summary_error = None

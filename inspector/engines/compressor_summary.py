@@ -124,12 +124,47 @@ def is_real_user_message(message: Any) -> bool:
     return bool(message_text(message).strip())
 
 
-def summary_body_from_text(text: str) -> str:
-    """The body of a summary (prefix, merge wrapper and end marker removed)."""
-    body = text
-    if MERGED_PRIOR_CLOSE.strip() in body:
-        body = body.split(MERGED_PRIOR_CLOSE.strip(), 1)[1]
-    body = body.strip()
+def is_actionable_user_message(message: Any) -> bool:
+    """A user row that asks something: not a summary or synthetic scaffolding, not a blank echo.
+
+    Unlike :func:`is_real_user_message` it needs no text: a row with only an image is an ask.
+    """
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return False
+    if message.get("_todo_snapshot_synthetic") or message.get("_synthetic"):
+        return False
+    if is_summary_message(message):
+        return False
+    return not _is_blank(message.get("content"))
+
+
+def _is_blank(content: Any) -> bool:
+    if content is None:
+        return True
+    if isinstance(content, str):
+        return not content.strip()
+    if not isinstance(content, list):
+        return False
+    for part in content:
+        if isinstance(part, str):
+            if part.strip():
+                return False
+        elif not (isinstance(part, dict) and part.get("type") in ("text", "input_text")
+                  and isinstance(part.get("text"), str) and not part["text"].strip()):
+            return False  # images, audio and unknown blocks are user input
+    return True
+
+
+def summary_body_from_text(text: str | None) -> str:
+    """The body of a summary: merge wrapper, prefix and end marker (and anything after it) removed.
+
+    A merged summary ends with the end marker and a user-leading one may carry the live request
+    after it, so the body stops at the marker wherever it is.
+    """
+    body = (text or "").strip()
+    delimiter = MERGED_PRIOR_CLOSE.strip()
+    if delimiter in body:
+        body = body.split(delimiter, 1)[1].strip()
     if body.startswith(SUMMARY_PREFIX):
         body = body[len(SUMMARY_PREFIX) :]
     elif body.startswith(LEGACY_SUMMARY_PREFIX):
@@ -137,9 +172,9 @@ def summary_body_from_text(text: str) -> str:
     elif body.startswith(_SUMMARY_TAGS):
         # An older prefix paragraph: one line, the body starts on the next.
         body = body.split("\n", 1)[1] if "\n" in body else ""
-    body = body.strip()
-    if body.endswith(END_MARKER):
-        body = body[: -len(END_MARKER)]
+    cut = body.find(END_MARKER)
+    if cut >= 0:
+        body = body[:cut]
     return body.strip()
 
 

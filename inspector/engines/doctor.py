@@ -649,6 +649,7 @@ def run_doctor(
     wrapper around the host's ``replay`` once it exists).
     """
     from inspector.engines.discovery import EngineLoadError, load_engine
+    from inspector.engines.run_context import RunContext, offline_stand_in_for, running
     from inspector.llm.aux import AuxCallLog, recording
 
     report = DoctorReport(engine=name)
@@ -676,7 +677,8 @@ def run_doctor(
             _guarded_check(report, "available", _check_available, loaded, report, timeout, agent)
         abc_ok = _guarded_check(report, "abc", _check_abc, loaded, report, name)
         log = AuxCallLog()
-        with loaded.activate(), recording(log):
+        # The hooks run as in a replay: compressors follow the config's offline rule (wall clock).
+        with loaded.activate(), recording(log), running(RunContext(offline_stand_in=offline_stand_in_for(config))):
             if abc_ok is False and not callable(getattr(loaded.engine, "compress", None)):
                 report.add(FAIL, "hooks", "hooks not exercised: the engine lacks the required methods")
             else:

@@ -309,7 +309,6 @@ def build_builtin_compressor(config: dict[str, Any]) -> Any:
         "api_mode": rt.api_mode,
         "abort_on_summary_failure": bool(cfg_get(config, "compression.abort_on_summary_failure", False)),
         "max_tokens": rt.max_tokens,
-        "offline_stand_in": not cfg_get(config, "inspector.offline_fallback_counts", False),
     }
     try:
         params = inspect.signature(ContextCompressor).parameters

@@ -11,17 +11,20 @@ live sessions share it.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import json
 import operator
 import re
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import Any, TypeVar
 
 from inspector.engines.contract import ContextEngine, engine_overrides_hook
 from inspector.engines.loading import window_for
+from inspector.engines.run_context import RunContext, offline_stand_in_for, running
 from inspector.host.guard import CallOutcome, call_inline, call_on_pool
 from inspector.host.responders import ProviderResponse, Responder
 from inspector.host.shaping import (
@@ -90,6 +93,7 @@ TIMEOUT_RESTORE_FIELDS = (
     "_ineffective_compression_count",
     "_fallback_compression_streak",
     "_summary_failure_cooldown_until",
+    "_failure_cooldown_deadline",  # where the built-in class keeps the cooldown (on the run's clock)
     "_summary_failure_kind",
     "_consecutive_timeout_failures",
     "_last_summary_error",
@@ -109,11 +113,14 @@ HOST_DIFFERENCES = [
     "stays in the history and the engine's result is recorded beside it. All engine calls of one batch run "
     "before the batch's recorded results join the history (Hermes appends each result before the next call).",
     "Compaction summaries written by the original agent are not replayed into the history; they appear as markers.",
-    "With no auxiliary provider at all, the built-in compressor's deterministic summary stands in for the LLM "
-    "summary Hermes' `auxiliary.compression: auto` would obtain from the main model: no no-provider cooldown, "
-    "no fallback streak (inspector.offline_fallback_counts: true restores Hermes' strict rule).",
-    "During a replay, the built-in compressor's failure-cooldown clock follows the transcript's timestamps "
-    "(30 s per request without them); plugin engines see the wall clock.",
+    "With no auxiliary provider at all, the deterministic summary of every ContextCompressor (the built-in, and "
+    "those plugins subclass or build inside themselves) stands in for the LLM summary Hermes' "
+    "`auxiliary.compression: auto` would obtain from the main model: no no-provider cooldown, no fallback streak "
+    "(inspector.offline_fallback_counts: true restores Hermes' strict rule).",
+    "During a replay, the failure-cooldown clock of every ContextCompressor (the built-in, and those plugins "
+    "subclass or build inside themselves) follows the transcript's timestamps (30 s per request without them); "
+    "_summary_failure_cooldown_until is translated so code comparing it with time.monotonic() agrees. Other "
+    "time.monotonic() or time.time() readings in plugin code are the wall clock.",
     "Inline hooks run under a watchdog (inspector.hook_timeout_seconds); Hermes has no such timeout. A hook "
     "that times out twice is not called again in the run (treated as timed out).",
     "The host reads get_status() after hooks to show it (only when a token attribute changed, for engines that "
@@ -284,6 +291,11 @@ class SessionClock:
     A replay runs a two-hour session in seconds, so a cooldown measured on the wall clock would
     outlast the whole replay. The clock follows the transcript's timestamps (or advances a fixed
     step per request when there are none), keeping monotonic semantics.
+
+    It reads ``time.monotonic()`` when the host is built and from then on runs ahead of it by
+    however much the transcript's time outruns the replay (hours, in a fast replay), so a deadline
+    taken on one of the two clocks means nothing on the other; the compressor translates the one
+    deadline plugins compare with ``time.monotonic()`` (``_summary_failure_cooldown_until``).
     """
 
     STEP_WITHOUT_TIMESTAMPS = 30.0
@@ -365,6 +377,22 @@ class _Assembly:
         self.raw_images += raw_images
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _in_run(method: _Method) -> _Method:
+    """A host entry point runs with the host's run current (:mod:`inspector.engines.run_context`):
+    every compressor the engine holds or builds, now, in a hook or on the compress pool, reads this
+    run's clock and offline rule, and a comparison's other run on another thread is not affected."""
+
+    @functools.wraps(method)
+    def entry(self: Host, *args: Any, **kwargs: Any) -> Any:
+        with running(self.run):
+            return method(self, *args, **kwargs)
+
+    return entry  # type: ignore[return-value]
+
+
 class Host:
     """One engine, one session: the Hermes agent loop, recording a trace."""
 
@@ -387,6 +415,7 @@ class Host:
     ) -> None:
         self.engine = engine
         self.clock = SessionClock() if session_clock else None
+        self.run = RunContext(clock=self.clock or time.monotonic, offline_stand_in=offline_stand_in_for(config))
         self.config = config
         self.settings = HostSettings(config, model=model)
         self.session_id = session_id
@@ -736,16 +765,11 @@ class Host:
         return self._system_forms
 
     # -- session lifecycle ---------------------------------------------------------------
+    @_in_run
     def start(self) -> bool:
         """Hermes' agent construction (§2.2, §13.1). False when the host must stop (as Hermes would)."""
         engine = self.engine
         s = self.settings
-        if self.clock is not None and callable(getattr(engine, "_clock", None)):
-            try:
-                engine._clock = self.clock
-                self.note("engine cooldown clock follows the transcript's timestamps")
-            except Exception:
-                pass
         if not self.engine_is_builtin:
             if s.model_thresholds:
                 try:
@@ -832,6 +856,7 @@ class Host:
         self._tools_tokens = self.counter.count_tools(self.tools) if self.tools else 0
         self._tools_rough = estimate_tools_tokens_rough(self.tools)
 
+    @_in_run
     def end(self) -> Trace:
         self.turn = self.turn if self.turn >= 0 else -1
         self._fire_plugin_hook("on_session_end", session_id=self.session_id, completed=True, interrupted=False,
@@ -844,6 +869,7 @@ class Host:
         return self.trace.finish()
 
     # -- a turn ------------------------------------------------------------------------
+    @_in_run
     def play_turn(self, inputs: list[dict[str, Any]], responder: Responder, *, timestamp: float | None = None,
                   interrupted: bool = False) -> None:
         """One user turn: append the inputs, preflight, then provider calls until the responder stops.
@@ -1577,6 +1603,7 @@ class Host:
         self.note("no real user message survived compression: host re-inserted the latest user message")
         return compressed
 
+    @_in_run
     def compress_now(self, focus_topic: str | None = None) -> bool:
         """Manual ``/compress [topic]``: force=True, focus passed through."""
         system = self.system_message["content"] if self.system_message else ""
