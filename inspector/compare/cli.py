@@ -165,9 +165,10 @@ def print_comparison(comparison: Any, *, as_json: bool = False, turns: bool = Fa
         print_turn_table([r.trace for r in ok], [r.label for r in ok])
         sys.stdout.write("\n")
     sys.stdout.write(table.render_text())
-    from inspector.host.cli import print_faults
+    from inspector.host.cli import print_faults, print_output_count
 
     print_faults([r.trace for r in ok], [r.label for r in ok])  # what the faults row counts, in words
+    print_output_count([r.trace for r in ok], [r.label for r in ok])
 
 
 def _load_session(args: argparse.Namespace) -> Any:

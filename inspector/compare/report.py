@@ -30,6 +30,8 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 EXCERPT_CHARS = 400  # characters of a message shown in a compression excerpt
 MAX_EXCERPTS = 12  # compressions per run with an excerpt (the list itself is complete)
 MAX_FAULTS = 200  # faults listed per run
+MAX_FAULT_OUTPUTS = 20  # faults per run shown with what the engine printed and logged during the call
+OUTPUT_TAIL_CHARS = 1_500  # of that output, the end: what the engine said just before it failed
 MAX_PLOT_POINTS = 2_000  # per series; longer series are min/max-decimated per bucket
 
 _CSS = """
@@ -384,6 +386,15 @@ def _section_compressions(comparison: Comparison) -> str:
     return "".join(out)
 
 
+def _fault_output(output: str | None) -> str:
+    """What the engine printed and logged during the faulted call, folded; its end if long."""
+    if not output:
+        return ""
+    cut = len(output) - OUTPUT_TAIL_CHARS
+    text = f"[… {cut:,} earlier characters]\n" + output[cut:] if cut > 0 else output
+    return f"<details><summary>engine output</summary><pre>{_e(text)}</pre></details>"
+
+
 def _section_faults(comparison: Comparison) -> str:
     out = ["<h2>Faults</h2>"]
     any_fault = False
@@ -402,8 +413,9 @@ def _section_faults(comparison: Comparison) -> str:
         rows = "".join(
             f"<tr><td>{_e(ev.index)}</td><td>{_e(ev.turn)}</td><td>{_e(ev.kind)}</td><td>{_e(ev.fault.kind)}</td>"
             f'<td style="text-align:left">{_e(_short(ev.fault.message, 600))}'
-            + (f'<br><code>at {_e(ev.fault.where)}</code>' if ev.fault.where else "") + "</td></tr>"
-            for ev in faults[:MAX_FAULTS] if ev.fault is not None)
+            + (f'<br><code>at {_e(ev.fault.where)}</code>' if ev.fault.where else "")
+            + (_fault_output(ev.output) if n < MAX_FAULT_OUTPUTS else "") + "</td></tr>"
+            for n, ev in enumerate(faults[:MAX_FAULTS]) if ev.fault is not None)
         out.append(f'<h3><span class="sw" style="background:{_color(i)}"></span>{_e(run.label)}</h3>'
                    "<table><thead><tr><th>event</th><th>turn</th><th>hook</th><th>fault</th><th>message</th></tr>"
                    "</thead><tbody>" + rows + "</tbody></table>")

@@ -2,7 +2,8 @@
 
 Plugins print (debug lines, progress, banners). On stdout that output would corrupt what the
 commands print there — the ``--json`` documents above all — so while engine code may run, file
-descriptor 1 and ``sys.stdout`` both point at stderr, where the user still sees it.
+descriptor 1 and ``sys.stdout`` both point at stderr, where the user still sees it. (The host
+also records what Python code writes with the hook call that wrote it: :mod:`inspector.host.capture`.)
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from typing import Any
 from inspector.config import add_config_arguments
 from inspector.engines.stdout_guard import stdout_to_stderr
 from inspector.outputs import output_problem
+from inspector.terminal import printable
 
 HELP = "Replay a session through one or more context engines and print a per-turn table."
 
@@ -283,20 +284,23 @@ def _load_saved(args: argparse.Namespace) -> tuple[list, list[str], dict[str, An
 
 def _report(args: argparse.Namespace, traces: list, names: list[str], session: dict[str, Any]) -> int:
     if args.json:
-        from inspector.trace.summary import fault_rows, per_turn_rows, summarise
+        from inspector.trace.summary import fault_rows, output_rows, per_turn_rows, summarise
 
         json.dump({"session": session,
-                   "runs": [{"engine": n, "summary": summarise(t), "turns": per_turn_rows(t), "faults": fault_rows(t)}
+                   "runs": [{"engine": n, "summary": summarise(t), "turns": per_turn_rows(t), "faults": fault_rows(t),
+                             "output": output_rows(t)}
                             for n, t in zip(names, traces)]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     print_turn_table(traces, names)
     print_summary(traces, names)
     print_faults(traces, names)
+    print_output_count(traces, names)
     return 0
 
 
 FAULTS_SHOWN = 10
+OUTPUT_LINES_SHOWN = 3  # of a faulted hook call's output, the last lines: what it said before it failed
 
 
 # Faults that differ only in their figures (token counts, sizes, event numbers) are one kind.
@@ -325,6 +329,21 @@ def print_faults(traces: list, names: list[str], out=None) -> None:
             out.write(f"  {where}, {hook}: {kind}: {' '.join(message.split())[:300]}{times}\n")
             if first.get("where"):
                 out.write(f"    at {first['where']}\n")
+            output = trace.events[first["event"]].output
+            if output:
+                lines = output.rstrip("\n").splitlines()[-OUTPUT_LINES_SHOWN:]
+                out.write("".join(f"    {'output: ' if i == 0 else '        '}{printable(line)[:300]}\n"
+                                  for i, line in enumerate(lines)))
+
+
+def print_output_count(traces: list, names: list[str], out=None) -> None:
+    """Say which runs recorded engine output (the terminal showed it as it came; the trace keeps it per call)."""
+    out = out or sys.stdout
+    for name, trace in zip(names, traces):
+        calls = sum(1 for ev in trace.events if ev.output is not None)
+        if calls:
+            out.write(f"\nengine output ({name}): {calls:,} hook call(s) printed or logged; the trace keeps it with "
+                      "each call (replay --json, the window's Engine panel)\n")
 
 
 def unique_labels(names: list[str]) -> list[str]:

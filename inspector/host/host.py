@@ -4,7 +4,8 @@ The order and arguments follow hermes-host.md §2-§4 and §9 (the [M] host: ``s
 at assembly, pre-API gate on the selected list, compression on a pooled daemon thread over a
 private deep copy with a timeout, the ``-1`` sentinel, ``on_turn_complete``). Every call becomes
 a trace event with its inputs, outputs, duration, the engine's token attributes and
-``get_status()`` after it, and any fault. The loop is incremental (``play_turn``) so replay and
+``get_status()`` after it, any fault, and what the engine printed and logged meanwhile
+(:mod:`inspector.host.capture`). The loop is incremental (``play_turn``) so replay and
 live sessions share it.
 """
 
@@ -25,6 +26,7 @@ from typing import Any, TypeVar
 from inspector.engines.contract import ContextEngine, engine_overrides_hook
 from inspector.engines.loading import window_for
 from inspector.engines.run_context import RunContext, offline_stand_in_for, running
+from inspector.host import capture
 from inspector.host.guard import CallOutcome, call_inline, call_on_pool
 from inspector.host.responders import ProviderResponse, Responder
 from inspector.host.shaping import (
@@ -38,6 +40,7 @@ from inspector.host.shaping import (
     validate_messages,
     validate_selection,
 )
+from inspector.llm.secrets import config_secrets
 from inspector.sessions.model import Usage
 from inspector.tokens.rough import (
     estimate_request_tokens_rough,
@@ -443,6 +446,7 @@ class Host:
         self._abandoned_fields: dict[str, Any] = {}
         self._last_sanitised: dict[str, int] | None = None
         self._turn_exit: str | None = None  # why Hermes would have ended the current turn early  # inline hook kind -> timeouts so far (see HOOK_TIMEOUTS_BEFORE_SKIP)
+        self._output = capture.RunOutput(secrets=tuple(config_secrets(config)))
         self.trace.meta.setdefault("message_keys", KEY_SCHEME)
         # The model the engine is told of (update_model) and the window, cache minimum and prices
         # follow; model.default wins over the transcript's, so reports must say which it was.
@@ -563,34 +567,52 @@ class Host:
         if self._abandoned_compress is not None and self._abandoned_compress.done():
             self._settle_abandoned()
         t = time.perf_counter() - self._t0
-        if on_pool:
-            outcome = call_on_pool(lambda: fn(*args, **kwargs), timeout)
-        elif self._timeouts and self._timeouts.get(kind, 0) >= HOOK_TIMEOUTS_BEFORE_SKIP:
-            outcome = CallOutcome(fault=Fault("timeout", f"not called: {kind} already ran past its timeout "
-                                              f"{HOOK_TIMEOUTS_BEFORE_SKIP} times; treated as timed out from here "
-                                              "(Hermes, which has no timeout, would hang)"))
-        else:
-            outcome = call_inline(fn, *args, timeout=self.settings.hook_timeout if timeout is None else timeout, **kwargs)
-            if outcome.fault is not None and outcome.fault.kind == "timeout":
-                self._timeouts[kind] = self._timeouts.get(kind, 0) + 1
-        event = Event(
-            index=0,
-            kind=kind,
-            turn=self.turn if self.turn >= 0 else None,
-            request=request,
-            t=t,
-            duration=outcome.duration,
-            args=record_args or {},
-            fault=outcome.fault,
-            thread=outcome.thread if on_pool else None,  # inline hooks run on the host thread
-        )
-        event.state = self._state()
-        event.status = self._status()
+        # What the engine prints or logs from here on (get_status() included) is this event's.
+        previous = self._output.begin(pooled=on_pool)
+        try:
+            if on_pool:
+                outcome = call_on_pool(self._output.job(lambda: fn(*args, **kwargs)), timeout)
+            elif self._timeouts and self._timeouts.get(kind, 0) >= HOOK_TIMEOUTS_BEFORE_SKIP:
+                outcome = CallOutcome(fault=Fault("timeout", f"not called: {kind} already ran past its timeout "
+                                                  f"{HOOK_TIMEOUTS_BEFORE_SKIP} times; treated as timed out from here "
+                                                  "(Hermes, which has no timeout, would hang)"))
+            else:
+                outcome = call_inline(fn, *args, timeout=self.settings.hook_timeout if timeout is None else timeout,
+                                      **kwargs)
+                if outcome.fault is not None and outcome.fault.kind == "timeout":
+                    self._timeouts[kind] = self._timeouts.get(kind, 0) + 1
+            event = Event(
+                index=0,
+                kind=kind,
+                turn=self.turn if self.turn >= 0 else None,
+                request=request,
+                t=t,
+                duration=outcome.duration,
+                args=record_args or {},
+                fault=outcome.fault,
+                thread=outcome.thread if on_pool else None,  # inline hooks run on the host thread
+            )
+            event.state = self._state()
+            event.status = self._status()
+        finally:
+            event_output = self._output.end(previous, pooled=on_pool)
+        if event_output is not None:
+            event.output = event_output
         self.trace.add_event(event)
         self._events_since_request.append(event)
         if self._aux_pending:
             self._drain_aux(event)
         return event, outcome
+
+    def _inline_into(self, ev: Event, fn: Any, *args: Any, **kwargs: Any) -> CallOutcome:
+        """An engine method the host calls on its own behalf after hook ``ev``: its output joins ``ev``'s."""
+        previous = self._output.begin()
+        try:
+            return call_inline(fn, *args, timeout=self.settings.hook_timeout, **kwargs)
+        finally:
+            text = self._output.end(previous)
+            if text is not None:
+                ev.output = text if ev.output is None else ev.output + ("" if ev.output.endswith("\n") else "\n") + text
 
     def _settle_abandoned(self) -> None:
         """A timed-out compress pass finished in the background: undo what it did to the engine."""
@@ -866,6 +888,13 @@ class Host:
                 EV_SESSION_END, self.engine.on_session_end, self.session_id, list(self.history),
                 record_args={"session_id": self.session_id, "messages": self._history_ref()},
             )
+        run_output = self._output
+        if run_output.over:
+            self.note(f"engine output: {run_output.over:,} characters were not recorded once the run's "
+                      f"{capture.TRACE_CHARS:,} were (each event that lost some says so)")
+        if run_output.late:
+            self.note(f"engine output: {run_output.late:,} characters written by a compress pass after it timed out "
+                      "were not recorded (shown on the terminal only)")
         return self.trace.finish()
 
     # -- a turn ------------------------------------------------------------------------
@@ -1454,7 +1483,7 @@ class Host:
                         pass
                 rec = getattr(e, "record_timeout_failure", None)
                 if callable(rec):
-                    call_inline(rec, out.fault.message, failure_kind="stalled", timeout=self.settings.hook_timeout)
+                    self._inline_into(ev, rec, out.fault.message, failure_kind="stalled")
                 ev.note = "compression timed out before commit: discarded, transcript unchanged"
                 ev.state = self._state()
                 self._abandoned_compress = out.abandoned
@@ -1524,8 +1553,7 @@ class Host:
         if getattr(e, "_last_compression_made_progress", False):
             rec = getattr(type(e), "record_completed_compaction", None)
             if callable(rec):
-                call_inline(rec, e, used_fallback=bool(getattr(e, "_last_summary_fallback_used", False)),
-                            timeout=self.settings.hook_timeout)
+                self._inline_into(ev, rec, e, used_fallback=bool(getattr(e, "_last_summary_fallback_used", False)))
             else:
                 try:
                     e._verify_compaction_cleared_threshold = True

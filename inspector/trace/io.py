@@ -22,9 +22,9 @@ Why this shape:
 - **gzip when asked.** A path ending in ``.gz`` is compressed; loading recognises gzip by its
   magic bytes, whatever the file is called.
 
-File layout (trace, version 1)::
+File layout (trace, version 2)::
 
-    {"format": "context-inspector-trace", "version": 1, "meta": {...},
+    {"format": "context-inspector-trace", "version": 2, "meta": {...},
      "messages": {key: message | [base, {changed}, [removed]] | [-1, non-dict]},
      "tokens": {"names": [...], "columns": [[...], ...], "missing": [gaps], "extra": {key: {...}}},
      "lists": [[back, item, ...], ...],
@@ -51,7 +51,8 @@ usage of this event's request" that need no value). Engine state and ``get_statu
 ``[gap, value, ...]`` arrays, written as ``0`` (the same as the previous one), a
 ``[mask, changed values...]`` delta, or in full. Usage dicts in Hermes' shape are the five
 numbers they are made of; cache reasons are a template plus their numbers. ``more`` holds, per
-field, the values a column could not represent exactly.
+field, the values a column could not represent exactly. Faults, threads, notes and (version 2)
+``output``, what the engine printed and logged during the call, are sparse maps.
 """
 
 from __future__ import annotations
@@ -96,9 +97,13 @@ __all__ = [
 ]
 
 TRACE_FORMAT = "context-inspector-trace"
-TRACE_VERSION = 1
+TRACE_VERSION = 2
 BUNDLE_FORMAT = "context-inspector-comparison"
-BUNDLE_VERSION = 1
+BUNDLE_VERSION = 2
+# Versions (trace and bundle alike): 1, the first; 2 adds what engines printed and logged
+# (``events.output``). A file is written with the lowest version that holds it, so a trace in
+# which no engine wrote anything is a version-1 file that older inspectors still open.
+_OUTPUT_VERSION = 2
 _SUPPORTED = {TRACE_FORMAT: TRACE_VERSION, BUNDLE_FORMAT: BUNDLE_VERSION}
 _GZIP_MAGIC = b"\x1f\x8b"
 # How many preceding lists the writer considers as the base of a delta.
@@ -678,7 +683,7 @@ def _run_keys(items: Any, keys: list[str], what: str) -> list[str]:
 # -- events -----------------------------------------------------------------------------------
 
 _EVENT_DONE = {"index", "kind", "turn", "request", "t", "duration", "args", "result", "state", "status", "fault",
-               "thread", "note"}
+               "thread", "note", "output"}
 
 
 def _field_defaults(cls: type) -> dict[str, Any]:
@@ -827,6 +832,7 @@ def _encode_events(events: Sequence[Event], requests: Sequence[Request], index: 
         "fault": faults,
         "thread": _sparse([ev.thread for ev in events], None),
         "note": _sparse([ev.note for ev in events], None),
+        "output": _sparse([ev.output for ev in events], None),
         "more": more,
     }
 
@@ -920,9 +926,10 @@ def _decode_events(d: Any, requests: list[Request], keys: list[str]) -> list[Eve
             _expect(isinstance(v, dict), "an event's status is not an object")
             st = v
         events[i].status = last = st
-    for name, default in (("fault", None), ("thread", None), ("note", None)):
+    for name, default in (("fault", None), ("thread", None), ("note", None), ("output", None)):
         for i, v in enumerate(_unsparse(d.get(name, {}), n, default, f"event {name}s")):
             if v is not None:
+                _expect(name != "output" or isinstance(v, str), f"event {i}'s output is not text")
                 setattr(events[i], name, Fault(v["kind"], v["message"], v.get("traceback")) if name == "fault" else v)
     for name, values in more.items():
         _expect(name in _EVENT_DEFAULTS or name == "kind", f"events have an unknown field {name!r}")
@@ -1217,13 +1224,19 @@ def _write_atomic(path: str | os.PathLike[str], data: bytes, *, compress: bool) 
         raise
 
 
+def _version_for(traces: Iterable[Trace]) -> int:
+    """The lowest format version that holds ``traces`` (see ``TRACE_VERSION``)."""
+    has_output = any(ev.output is not None for trace in traces for ev in trace.events)
+    return _OUTPUT_VERSION if has_output else 1
+
+
 def _wants_gzip(path: str | os.PathLike[str]) -> bool:
     return str(path).lower().endswith(".gz")
 
 
 def save_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
     """Write ``trace`` to ``path`` as one versioned JSON file (gzip if it ends in ``.gz``)."""
-    doc: dict[str, Any] = {"format": TRACE_FORMAT, "version": TRACE_VERSION}
+    doc: dict[str, Any] = {"format": TRACE_FORMAT, "version": _version_for([trace])}
     messages = trace.store.messages
     keys = list(messages)
     index = {k: i for i, k in enumerate(keys)}
@@ -1274,7 +1287,7 @@ def save_bundle(
         runs.append(run)
     doc = {
         "format": BUNDLE_FORMAT,
-        "version": BUNDLE_VERSION,
+        "version": _version_for(traces),
         "meta": meta or {},
         "messages": _encode_messages(messages),
         "tokens": _encode_tokens(tokens, keys),

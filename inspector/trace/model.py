@@ -239,6 +239,7 @@ class Event:
     fault: Fault | None = None
     thread: str | None = None
     note: str | None = None
+    output: str | None = None  # what the engine printed and logged during the call (inspector.host.capture)
 
 
 @dataclass(slots=True)

@@ -98,6 +98,12 @@ def fault_rows(trace: Trace, limit: int | None = None) -> list[dict[str, Any]]:
     return rows
 
 
+def output_rows(trace: Trace) -> list[dict[str, Any]]:
+    """What the engine printed and logged, one row per hook call that wrote anything, in order."""
+    return [{"event": ev.index, "turn": ev.turn, "hook": ev.kind, "output": ev.output}
+            for ev in trace.events if ev.output is not None]
+
+
 def _whole_micros(seconds: Any) -> int:
     try:
         return round(seconds * 1_000_000)

@@ -29,6 +29,7 @@ from inspector.ui.derive import event_label, is_cache_miss
 from inspector.ui.painted_views import cell_offsets
 
 TOOLTIP_TRACEBACK_LINES = 12  # the end of a fault's traceback: where in the engine it failed
+TOOLTIP_OUTPUT_LINES = 8  # the end of what the engine printed and logged during the call
 COLUMNS = ("Event", "#", "ms")  # the turn is the tree level; a column for it would only cost repaints
 _ROOT = -1
 
@@ -353,6 +354,11 @@ class EventTreeModel(QAbstractItemModel):
             parts.append(f"{ev.fault.kind}: {ev.fault.message}")
             if ev.fault.traceback:  # the engine's file and line: what an author needs first
                 parts.append("\n".join(ev.fault.traceback.rstrip().splitlines()[-TOOLTIP_TRACEBACK_LINES:]))
+        if ev.output is not None:  # its end: what the engine said last (all of it in the Engine panel)
+            lines = ev.output.rstrip("\n").splitlines()
+            parts.append("engine output" + (f" (last {TOOLTIP_OUTPUT_LINES} of {len(lines)} lines)"
+                                            if len(lines) > TOOLTIP_OUTPUT_LINES else "") + ":")
+            parts.append("\n".join(lines[-TOOLTIP_OUTPUT_LINES:]))
         mark = self._marked.get(k)
         if mark is not None:
             parts.append(f"bookmark: {mark.label}\n{mark.note}".rstrip())

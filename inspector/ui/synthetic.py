@@ -136,7 +136,9 @@ def build_trace(
                     e = ev(tm.EV_COMPRESS, turn=turn, args={"messages": {"$list": before}, "current_tokens": tokens_now,
                                                            "focus_topic": None},
                            result={"$list": after}, duration=0.4 + rng.random(),
-                           status={"engine": "compressor", "compression_count": state[5]})
+                           status={"engine": "compressor", "compression_count": state[5]},
+                           output=f"INFO inspector.engines.compressor: Compressed {len(store.get_list(before))} -> "
+                                  f"{len(history)} messages\n")
                     last_change_event = e.index
             assembled = store.put_list(history)
             selected_keys = list(history)
@@ -153,7 +155,9 @@ def build_trace(
             if select_fault:
                 sel_ev = ev(tm.EV_SELECT, turn=turn, request=r, args={"messages": {"$list": assembled}},
                             fault=Fault("exception", "KeyError: 'tool_call_id'",
-                                        "Traceback (most recent call last):\n  File \"engine.py\", line 42, in select_context\nKeyError: 'tool_call_id'"))
+                                        "Traceback (most recent call last):\n  File \"engine.py\", line 42, in select_context\nKeyError: 'tool_call_id'"),
+                            output=f"selecting from {len(selected_keys)} messages\n"
+                                   "WARNING engine: a tool result without its call\n")
             else:
                 sel_ev = ev(tm.EV_SELECT, turn=turn, request=r, args={"messages": {"$list": assembled}},
                             result={"$list": selected}, duration=0.002)

@@ -109,6 +109,35 @@ def test_report_of_a_comparison_with_no_requests():
     assert "No provider requests" in page and "&lt;nope&gt;" in page and "<nope>" not in page
 
 
+def test_a_faults_engine_output_is_folded_beside_it_escaped_and_only_its_end():
+    from inspector.compare.runs import Comparison, RunResult
+    from inspector.config import load_config
+    from inspector.engines.contract import ContextEngine
+    from inspector.host.replay import replay
+
+    class Explaining(ContextEngine):
+        name = "explaining"
+
+        def update_from_response(self, usage):
+            print("a response")
+
+        def should_compress(self, prompt_tokens=None):
+            print("x" * 3_000 + "\nabout to fail: <script>alert(1)</script>")
+            raise RuntimeError("gave up")
+
+        def compress(self, messages, current_tokens=None, **kw):
+            return messages
+
+    trace = replay(make_session(turns=2), Explaining(), load_config(None))
+    comp = Comparison(runs=[RunResult(spec=RunSpec("explaining", (), "explaining"), trace=trace)], session={})
+    page = render_html_report(comp)
+    faults = page[page.index("<h2>Faults</h2>"):]
+    assert faults.count("<details><summary>engine output</summary>") == len(trace.fault_events) > 1
+    assert "about to fail: &lt;script&gt;alert(1)&lt;/script&gt;" in faults and "<script>" not in page
+    assert "earlier characters]" in faults and "x" * 3_000 not in faults
+    assert "a response" not in page  # output of calls that did not fault stays in the trace
+
+
 def _chromium() -> str | None:
     if Path("/usr/bin/chromium").exists():
         return "/usr/bin/chromium"

@@ -201,6 +201,50 @@ def test_faults_that_differ_only_in_their_figures_are_one_kind(capsys):
     assert "faults (counts): 6\n" in out and "(×6, last at event" in out and "more kinds" not in out
 
 
+def test_a_faulted_hooks_last_lines_of_output_are_shown_with_its_fault(capsys):
+    from inspector.engines.contract import ContextEngine
+    from inspector.host.cli import print_faults
+    from inspector.host.replay import replay
+
+    from .conftest import coding_session
+
+    class Explaining(ContextEngine):
+        name = "explaining"
+
+        def update_from_response(self, usage):
+            pass
+
+        def should_compress(self, prompt_tokens=None):
+            print("step 1\nstep 2\nstep 3\nstep 4: about to fail \x1b[31m")
+            raise RuntimeError("should_compress gave up")
+
+        def compress(self, messages, current_tokens=None, **kw):
+            return messages
+
+    trace = replay(coding_session(1), Explaining(), {"model": {"context_length": 128000}})
+    capsys.readouterr()
+    print_faults([trace], ["explaining"])
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "should_compress gave up" in line)
+    assert lines[at + 2:at + 5] == ["    output: step 2", "            step 3",
+                                    "            step 4: about to fail \\x1b[31m"]
+
+
+def test_replay_json_lists_engine_output_per_event_and_the_terminal_still_shows_it(tmp_path, capsys):
+    from pathlib import Path
+
+    plugins = Path(__file__).resolve().parents[1] / "plugins_fixtures" / "basic"
+    src = write_session(tmp_path / "s.json", turns=2)
+    assert main(["replay", str(src), "--plugin-dir", str(plugins), "--engine", "fixture_chatty", "--json"]) == 0
+    shown = capsys.readouterr()
+    rows = json.loads(shown.out)["runs"][0]["output"]  # stdout is the JSON document alone
+    assert [row["hook"] for row in rows] == ["update_from_response"] * 4
+    assert all(row["output"].startswith("usage: ") and row["turn"] in (0, 1) for row in rows)
+    assert shown.err.count("usage: ") == 4
+    assert main(["replay", str(src), "--plugin-dir", str(plugins), "--engine", "fixture_chatty", "--quiet"]) == 0
+    assert "engine output (fixture_chatty): 4 hook call(s) printed or logged" in capsys.readouterr().out
+
+
 def test_an_unwritable_out_path_is_refused_before_the_replay(tmp_path, capsys):
     src = write_session(tmp_path / "s.json")
     assert main(["replay", str(src), "--out", str(tmp_path / "missing" / "t.json"), "--quiet"]) == 2

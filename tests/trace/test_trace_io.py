@@ -192,6 +192,65 @@ def test_odd_text_survives(tmp_path: Path):
     assert load_trace(path, verify=True).store.get(key) == weird
 
 
+# -- engine output (format version 2) ----------------------------------------------------------
+
+DATA = Path(__file__).parent / "data"
+
+
+def with_output(trace: Trace) -> Trace:
+    trace.events[1].output = "INFO my_engine: Compressed 12 messages\nprinted ünïcödé ✓\n"
+    trace.events[-1].output = "… 3,210 more characters dropped (this event's limit of engine output)"
+    return trace
+
+
+@pytest.mark.parametrize("name", ["run.trace.json", "run.trace.json.gz"])
+def test_engine_output_round_trips_as_version_2(tmp_path: Path, name: str):
+    trace = with_output(make_trace())
+    path = tmp_path / name
+    save_trace(trace, path)
+    loaded = load_trace(path)
+    assert_same(trace, loaded)
+    assert loaded.events[1].output == trace.events[1].output
+    assert [ev.output is None for ev in loaded.events].count(False) == 2
+    raw = path.read_bytes()
+    assert json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)["version"] == 2
+
+
+def test_a_trace_without_engine_output_stays_version_1_for_older_inspectors(tmp_path: Path):
+    path = tmp_path / "quiet.json"
+    save_trace(make_trace(), path)
+    assert json.loads(path.read_text("utf-8"))["version"] == 1
+
+
+def test_a_trace_saved_by_the_previous_inspector_loads_without_output():
+    """``data/trace_v1.json`` was written by the inspector before engine output was recorded."""
+    loaded = load_trace(DATA / "trace_v1.json")
+    expected = make_trace(2)
+    assert json.loads((DATA / "trace_v1.json").read_text("utf-8"))["version"] == 1
+    assert_same(expected, loaded)
+    assert all(ev.output is None for ev in loaded.events)
+
+
+def test_bundle_with_engine_output_round_trips_as_version_2(tmp_path: Path):
+    a, b = with_output(make_trace(3)), make_trace(2)
+    path = tmp_path / "cmp.json"
+    save_bundle([a, b], path)
+    traces, _ = load_bundle(path)
+    assert_same(a, traces[0])
+    assert_same(b, traces[1])
+    assert json.loads(path.read_text("utf-8"))["version"] == 2
+
+
+def test_engine_output_that_is_not_text_is_a_clear_error(tmp_path: Path):
+    path = tmp_path / "t.json"
+    save_trace(with_output(make_trace()), path)
+    doc = json.loads(path.read_text("utf-8"))
+    doc["events"]["output"]["1"] = {"html": "<b>"}
+    write_doc(path, doc)
+    with pytest.raises(TraceCorruptError, match="output is not text"):
+        load_trace(path)
+
+
 # -- errors ---------------------------------------------------------------------------------
 
 
@@ -201,14 +260,14 @@ def write_doc(path: Path, doc: dict) -> Path:
 
 
 def test_newer_version_is_a_clear_error(tmp_path: Path):
-    path = write_doc(tmp_path / "future.json", {"format": "context-inspector-trace", "version": 2})
+    path = write_doc(tmp_path / "future.json", {"format": "context-inspector-trace", "version": 3})
     with pytest.raises(TraceFormatError) as info:
         load_trace(path)
     err = info.value
     assert not isinstance(err, TraceCorruptError)
-    assert err.found_version == 2 and err.supported_version == 1
+    assert err.found_version == 3 and err.supported_version == 2
     text = str(err)
-    assert str(path) in text and "version 2" in text and "version 1" in text and "newer" in text
+    assert str(path) in text and "version 3" in text and "version 2" in text and "newer" in text
 
 
 @pytest.mark.parametrize(
@@ -225,7 +284,7 @@ def test_unknown_format_or_version_is_a_clear_error(tmp_path: Path, doc: dict):
     path = write_doc(tmp_path / "x.json", doc)
     with pytest.raises(TraceFormatError) as info:
         load_trace(path)
-    assert str(path) in str(info.value) and "version 1" in str(info.value)
+    assert str(path) in str(info.value) and "version 2" in str(info.value)
 
 
 def test_top_level_not_an_object(tmp_path: Path):

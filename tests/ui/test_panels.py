@@ -247,6 +247,35 @@ def test_engine_panel_status_follows_cursor(shown, demo_trace: Trace) -> None:
     assert "Config" in sections and "Files written" in sections and any(s.startswith("Tool schemas") for s in sections)
 
 
+def test_engine_panel_shows_the_output_at_the_cursor_as_plain_text_and_steps_between_calls_with_output(
+        shown, faulty_trace: Trace) -> None:
+    from inspector.ui.panels.engine import EnginePanel
+
+    trace = faulty_trace
+    cursor, make = shown
+    panel = make(EnginePanel, trace)
+    with_output = [ev.index for ev in trace.events if ev.output is not None]
+    assert len(with_output) >= 3
+    k = with_output[1]
+    saved, trace.events[k].output = trace.events[k].output, "<b>not bold</b> &amp;\nsecond line\n"
+    try:
+        panel.set_trace(trace)
+        cursor.set(k)
+        assert panel.output_text.toPlainText() == "<b>not bold</b> &amp;\nsecond line\n"
+        assert panel.output_title.text().startswith(f"Printed and logged at event {k} ({trace.events[k].kind}): 2 lines")
+        panel.next_output.click()
+        assert cursor.index == with_output[2]
+        assert panel.output_text.toPlainText() == trace.events[with_output[2]].output
+        panel.prev_output.click()
+        panel.prev_output.click()
+        assert cursor.index == with_output[0]
+        quiet = next(i for i in range(len(trace)) if trace.events[i].output is None)
+        cursor.set(quiet)
+        assert panel.output_text.toPlainText() == "" and panel.output_title.text().startswith("Nothing printed")
+    finally:
+        trace.events[k].output = saved
+
+
 def _mouse(widget, kind, pos, buttons) -> None:  # noqa: ANN001 - a viewport, a QEvent type, a QPointF
     from PySide6.QtCore import QPointF, Qt
     from PySide6.QtGui import QMouseEvent

@@ -7,6 +7,8 @@ are built once per row and cached, so they must still match the trace and follow
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QIcon
 from PySide6.QtWidgets import QApplication
@@ -130,7 +132,11 @@ def test_cells_say_what_the_trace_says(faulty_trace: Trace) -> None:
         else:
             assert fg[0] is None and fg[1] == fg[2] == ("brush", "#78909c")
         assert f"event {k} · {ev.kind}" in model.data(cells[0], roles.ToolTipRole)
+        if ev.output is not None:  # the end of what the engine wrote, escaped like the rest
+            assert "engine output:" in model.data(cells[0], roles.ToolTipRole)
+            assert html.escape(ev.output.splitlines()[-1]) in model.data(cells[0], roles.ToolTipRole)
     assert any(ev.fault is not None for ev in faulty_trace.events)
+    assert any(ev.output is not None and ev.fault is not None for ev in faulty_trace.events)
 
 
 def test_bookmarks_show_on_cached_rows(window) -> None:

@@ -1,12 +1,15 @@
-"""Engine: which engine produced this trace, how it was configured, and its status at the cursor.
+"""Engine: which engine produced this trace, how it was configured, and its status and output at the cursor.
 
 The trace's ``meta["engine"]`` is shown as a tree whatever keys it has (name, source, version,
 plugin.yaml metadata, config, files written), so the panel keeps up when the host records more.
-Only the ``get_status()`` section follows the cursor.
+The ``get_status()`` section and the box below the tree follow the cursor: the box shows what the
+engine printed and logged during the hook call at the cursor (plain text, never HTML), with
+buttons to the previous and next call that wrote anything.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 from typing import Any
 
@@ -16,7 +19,9 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPlainTextEdit,
     QPushButton,
+    QSplitter,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -120,10 +125,45 @@ class EnginePanel(Panel):
         head.setContentsMargins(0, 0, 0, 0)
         head.addWidget(self.header, 1)
         head.addWidget(self.doctor_button, 0, Qt.AlignmentFlag.AlignTop)
+
+        self.output_title = theme.readout_label()  # changes on every step: must not re-lay out the window
+        self.prev_output = QPushButton("◀ Previous")
+        self.next_output = QPushButton("Next ▶")
+        self.prev_output.setToolTip("The previous hook call that printed or logged something")
+        self.next_output.setToolTip("The next hook call that printed or logged something")
+        self.prev_output.clicked.connect(lambda: self._jump_output(-1))
+        self.next_output.clicked.connect(lambda: self._jump_output(+1))
+        self.output_text = QPlainTextEdit()
+        self.output_text.setReadOnly(True)
+        self.output_text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        mono = QFont("monospace")
+        mono.setStyleHint(QFont.StyleHint.Monospace)
+        self.output_text.setFont(mono)
+        self.output_text.setPlaceholderText("Nothing printed or logged during this hook call")
+        bar = QHBoxLayout()
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(self.output_title, 1)
+        bar.addWidget(self.prev_output)
+        bar.addWidget(self.next_output)
+        output_box = QWidget()
+        box = QVBoxLayout(output_box)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(2)
+        box.addLayout(bar)
+        box.addWidget(self.output_text, 1)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.tree)
+        split.addWidget(output_box)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(head)
-        layout.addWidget(self.tree, 1)
+        layout.addWidget(split, 1)
+        self._with_output: list[int] = []  # events whose hook call wrote something, in order
+        self._output_shown: tuple[int, str | None] | None = None
+        self._text_shown = ""
         self.status_item: QTreeWidgetItem | None = None
         self._status_shown: object = None
         self._bold = QFont(self.tree.font())
@@ -140,6 +180,9 @@ class EnginePanel(Panel):
         self.status_item = None
         self._status_shown = object()
         self._engine_name = ""
+        self._with_output = [ev.index for ev in trace.events if ev.output is not None] if trace is not None else []
+        self._output_shown = None
+        self._show_output(None, None)
         if trace is None:
             self.header.setText("No trace loaded")
             return
@@ -187,10 +230,48 @@ class EnginePanel(Panel):
     def _doctor(self) -> None:
         self.doctor_requested.emit(self._engine_name)
 
+    def _jump_output(self, step: int) -> None:
+        k = self.cursor.index
+        events = self._with_output
+        if step > 0:
+            pos = bisect.bisect_right(events, k)
+            target = events[pos] if pos < len(events) else None
+        else:
+            pos = bisect.bisect_left(events, k)
+            target = events[pos - 1] if pos > 0 else None
+        if target is not None:
+            self.jump_requested.emit(target)
+
+    def _show_output(self, k: int | None, kind: str | None, output: str | None = None) -> None:
+        if self._output_shown == (k, output):
+            return
+        self._output_shown = (k, output)
+        events = self._with_output
+        if k is None:
+            title = "Engine output"
+        elif output is None:
+            title = f"Nothing printed or logged at event {k} ({kind})"
+        else:
+            lines = output.count("\n") + (not output.endswith("\n"))
+            title = f"Printed and logged at event {k} ({kind}): {lines:,} line{'s' if lines != 1 else ''}"
+        if events:
+            title += f" · {len(events):,} hook call{'s' if len(events) != 1 else ''} in this trace wrote something"
+        elif k is not None:
+            title += " · none in this trace"
+        self.output_title.setText(title)
+        if (output or "") != self._text_shown:  # most events wrote nothing: the box stays as it is
+            self._text_shown = output or ""
+            self.output_text.setPlainText(self._text_shown)
+        self.prev_output.setEnabled(k is not None and bool(events) and events[0] < k)
+        self.next_output.setEnabled(k is not None and bool(events) and events[-1] > k)
+
     def render_cursor(self, k: int) -> None:
         trace = self._trace
         if trace is None or self.status_item is None:
             return
+        if len(trace):
+            ev = trace.events[k]
+            self._show_output(k, ev.kind, ev.output)
         status = figures(trace).status_at(trace, k) if len(trace) else None
         if status is self._status_shown:
             return
