@@ -27,7 +27,7 @@ SEED = 20260302
 START = 1772442840  # 2026-03-02 09:14:00 UTC
 CONTEXT_LENGTH = 128_000
 THRESHOLD = 96_000
-MODEL = "gpt-4o-2024-11-20"
+MODEL = "anthropic/claude-sonnet-4.5"  # what config.yaml replays it with
 ROOT = "/workspace/ledgerlite"
 
 
