@@ -36,8 +36,15 @@ def list_ref(value: Any) -> int | None:
 
 
 def event_lists(ev: Event) -> tuple[int | None, int | None]:
-    """(before, after) message-list ids of a select_context / compress / prune event, if recorded."""
-    before = list_ref(ev.args.get("messages")) if isinstance(ev.args, dict) else None
+    """(before, after) message-list ids of a select_context / compress / prune event, if recorded.
+
+    ``select_context`` records its input under Hermes' parameter name, ``request_messages``.
+    """
+    before = None
+    if isinstance(ev.args, dict):
+        before = list_ref(ev.args.get("messages"))
+        if before is None:
+            before = list_ref(ev.args.get("request_messages"))
     after = list_ref(ev.result)
     return before, after
 

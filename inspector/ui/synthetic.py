@@ -153,13 +153,13 @@ def build_trace(
                         break
             selected = store.put_list(selected_keys)
             if select_fault:
-                sel_ev = ev(tm.EV_SELECT, turn=turn, request=r, args={"messages": {"$list": assembled}},
+                sel_ev = ev(tm.EV_SELECT, turn=turn, request=r, args={"request_messages": {"$list": assembled}},
                             fault=Fault("exception", "KeyError: 'tool_call_id'",
                                         "Traceback (most recent call last):\n  File \"engine.py\", line 42, in select_context\nKeyError: 'tool_call_id'"),
                             output=f"selecting from {len(selected_keys)} messages\n"
                                    "WARNING engine: a tool result without its call\n")
             else:
-                sel_ev = ev(tm.EV_SELECT, turn=turn, request=r, args={"messages": {"$list": assembled}},
+                sel_ev = ev(tm.EV_SELECT, turn=turn, request=r, args={"request_messages": {"$list": assembled}},
                             result={"$list": selected}, duration=0.002)
             if engine_selected:
                 last_change_event = sel_ev.index

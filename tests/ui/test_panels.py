@@ -161,6 +161,32 @@ def test_diff_at_compress_compares_engine_input_and_output(shown, demo_trace: Tr
     assert panel.table.currentIndex().row() == first, "the first change is selected and shown"
 
 
+def test_diff_at_select_context_compares_the_assembled_request_with_the_engines_selection(shown) -> None:
+    from inspector.host.replay import replay
+    from inspector.trace.model import EV_SELECT
+    from inspector.ui.panels.diff import DiffPanel
+    from tests.host.conftest import CountingEngine, coding_session
+
+    class Trims(CountingEngine):
+        def select_context(self, request_messages, **kw):
+            if len(request_messages) > 4:
+                return [request_messages[0], *request_messages[-2:]]
+            return None  # the request goes out as assembled
+
+    trace = replay(coding_session(3), Trims(), {"model": {"context_length": 128000}})
+    selects = [e for e in trace.events if e.kind == EV_SELECT]
+    trimmed = next(e for e in selects if e.result is not None)
+    untouched = next(e for e in selects if e.result is None)
+    cursor, make = shown
+    panel = make(DiffPanel, trace)
+    cursor.set(trimmed.index)
+    assembled = trimmed.args["request_messages"]["$list"]
+    assert (panel.comparison.before, panel.comparison.after) == (assembled, trimmed.result["$list"])
+    assert "what the engine received" in panel.pair_at(trimmed.index)[0]
+    title, before, after = panel.pair_at(untouched.index)
+    assert before == after == untouched.args["request_messages"]["$list"] and "returned None" in title
+
+
 def test_diff_elsewhere_compares_with_previous_request_and_highlights_words(shown, demo_trace: Trace) -> None:
     from inspector.ui.panels.diff import DiffPanel
 

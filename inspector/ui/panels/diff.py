@@ -404,6 +404,10 @@ class DiffPanel(CompareAware, Panel):
                 note = f"{ev.kind} at event {k} FAULTED ({ev.fault.kind}: {ev.fault.message}{at}); its result was discarded. "
             elif before is not None and after is not None:
                 return f"{ev.kind} at event {k}: what the engine received → what it returned", before, after
+            elif before is not None and ev.kind == tm.EV_SELECT:
+                return f"select_context at event {k} returned None: the request went out as assembled", before, before
+            if before is not None and ev.kind == tm.EV_SELECT:  # faulted: Hermes sends the request unmodified
+                return note + "the request went out as assembled", before, before
         req = trace.request_at(k)
         if req is None:
             return note + "No provider request yet at this event", None, None
