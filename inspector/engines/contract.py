@@ -19,14 +19,6 @@ MEMORY_CONTEXT_TAIL_CHARS = 1500
 MEMORY_CONTEXT_TRUNCATION_MARKER = "\n...[memory provider context truncated]...\n"
 
 
-class ContextSelectionBlocked(Exception):
-    """Raised by an engine's ``select_context`` to refuse a request outright.
-
-    Hermes treats any exception from ``select_context`` as "use the unmodified request", so
-    the host records it as a fault and keeps going with the original list.
-    """
-
-
 def sanitize_memory_context(text: Any) -> str:
     """Redact and bound memory-provider text before it reaches an engine's ``compress``."""
     from inspector.engines.redact import redact_sensitive_text

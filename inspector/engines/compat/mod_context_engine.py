@@ -1,15 +1,16 @@
-"""Stand-in for ``agent.context_engine``: the inspector's ABC and helpers under Hermes' name."""
+"""Stand-in for ``agent.context_engine``: the inspector's ABC and helpers under Hermes' name.
+
+Exactly the public names Hermes' module has: plugins probe for optional names with ``try:
+import`` and change what they do when one is missing, so an extra name here would make a
+plugin behave differently than under Hermes.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from inspector.engines.contract import (
-    ContextEngine,
-    ContextSelectionBlocked,
-    engine_overrides_hook,
-    sanitize_memory_context,
-)
+from inspector.engines.contract import MEMORY_CONTEXT_MAX_CHARS, ContextEngine, sanitize_memory_context
+from inspector.engines.redact import redact_sensitive_text
 
 
 def automatic_compaction_status_message(engine: Any, *, phase: str, default_message: str, **context: Any) -> str | None:
@@ -24,9 +25,9 @@ def automatic_compaction_status_message(engine: Any, *, phase: str, default_mess
 
 
 __all__ = [
+    "MEMORY_CONTEXT_MAX_CHARS",
     "ContextEngine",
-    "ContextSelectionBlocked",
-    "sanitize_memory_context",
     "automatic_compaction_status_message",
-    "engine_overrides_hook",
+    "redact_sensitive_text",
+    "sanitize_memory_context",
 ]
