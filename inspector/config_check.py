@@ -57,7 +57,7 @@ KNOWN = {
                     "abort_on_summary_failure", "in_place", "model_thresholds", "threshold_tokens",
                     "context_timeout_seconds", "context_total_ceiling_seconds", "max_attempts",
                     "min_tail_user_messages", "proactive_prune_tokens", "proactive_prune_min_result_chars",
-                    "proactive_prune_min_reclaim_tokens", "micro_compact", "idle_compact_after_seconds"),
+                    "proactive_prune_min_reclaim_tokens", "micro_compact", "idle_compact_after_seconds", "tail_mode"),
     "prompt_caching": ("cache_ttl",),
     "inspector": ("tokenizer", "cache_profile", "cache_rules", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines",
                   "offline_fallback_counts", "aux_offline_stand_in"),
@@ -65,9 +65,8 @@ KNOWN = {
 # Newer Hermes settings the inspector reads but does not model yet, with the value its results
 # correspond to (Hermes' default): set to anything else, they are reported as having no effect.
 NOT_MODELLED: dict[str, Any] = {
-    "compression.threshold_tokens": (None, 0),
     "compression.context_total_ceiling_seconds": (600,),
-    "compression.min_tail_user_messages": (1,),
+    "compression.tail_mode": ("legacy",),
     "compression.proactive_prune_tokens": (0,),
     "compression.proactive_prune_min_result_chars": (8000,),
     "compression.proactive_prune_min_reclaim_tokens": (4096,),

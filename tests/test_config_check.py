@@ -52,11 +52,16 @@ def test_set_rejects_an_empty_key_and_unreadable_yaml():
 
 
 def test_hermes_settings_the_inspector_does_not_model_are_said_to_have_no_effect():
-    warnings = config_warnings(load_config(None, {"compression": {"threshold_tokens": 70000, "micro_compact": True}}))
-    assert any(w.startswith("compression.threshold_tokens: 70000 has no effect") for w in warnings)
+    warnings = config_warnings(load_config(None, {"compression": {"tail_mode": "lean", "micro_compact": True}}))
+    assert any(w.startswith("compression.tail_mode: 'lean' has no effect") for w in warnings)
     assert any(w.startswith("compression.micro_compact: True has no effect") for w in warnings)
     # at Hermes' defaults they change nothing, so nothing is said
-    assert config_warnings(load_config(None, {"compression": {"threshold_tokens": None, "micro_compact": False}})) == []
+    assert config_warnings(load_config(None, {"compression": {"tail_mode": "legacy", "micro_compact": False}})) == []
+
+
+def test_the_threshold_cap_and_the_tail_ask_count_are_modelled_so_nothing_is_said_about_them():
+    settings = {"threshold_tokens": 70000, "min_tail_user_messages": 3}
+    assert config_warnings(load_config(None, {"compression": settings})) == []
 
 
 def test_a_falsy_cache_ttl_switches_caching_off_quietly_as_in_hermes():

@@ -219,6 +219,9 @@ class ContextCompressor(ContextEngine):
         proactive_prune_tokens: int = 0,
         proactive_prune_min_result_chars: int = 8000,
         proactive_prune_min_reclaim_tokens: int = 4096,
+        threshold_tokens_cap: Any = None,
+        min_tail_user_messages: int = 1,
+        tail_mode: str = "legacy",
     ) -> None:
         """Arguments and defaults are Hermes' (§6.1); keyword-only extras exist for the inspector.
 
@@ -227,7 +230,12 @@ class ContextCompressor(ContextEngine):
         ``offline_stand_in`` fix the failure-cooldown clock and the offline rule, which otherwise
         follow the current run (:mod:`inspector.engines.run_context`), so a compressor a plugin
         builds behaves as the built-in; ``model_thresholds`` is ``compression.model_thresholds``;
-        the ``proactive_prune_*`` values are the [M] knobs.
+        the ``proactive_prune_*`` values are the [M] knobs. The [M] keywords Hermes' agent passes
+        are accepted too, so plugins that build or subclass Hermes' class with them load:
+        ``threshold_tokens_cap`` (``compression.threshold_tokens``) is an absolute ceiling on
+        ``threshold_tokens``; ``min_tail_user_messages`` is how many real user asks the kept tail
+        must hold; ``tail_mode`` is recorded, but only the ``"legacy"`` tail is modelled (a
+        ``"lean"`` request is logged and compacts as legacy).
         """
         self.model = model or ""
         self.base_url = base_url or ""
@@ -247,6 +255,11 @@ class ContextCompressor(ContextEngine):
         self.proactive_prune_tokens = max(0, _as_int(proactive_prune_tokens))
         self.proactive_prune_min_result_chars = max(200, _as_int(proactive_prune_min_result_chars))
         self.proactive_prune_min_reclaim_tokens = max(0, _as_int(proactive_prune_min_reclaim_tokens))
+        self.threshold_tokens_cap = self._coerce_threshold_tokens_cap(threshold_tokens_cap)
+        self.min_tail_user_messages = min_tail_user_messages
+        self.tail_mode = tail_mode if tail_mode in ("legacy", "lean") else "legacy"
+        if self.tail_mode == "lean":
+            logger.warning("tail_mode 'lean' is not modelled by the inspector: this compressor keeps the legacy tail")
         self._now = now
         self._clock: Callable[[], float] = clock or run_clock
         self.offline_stand_in = offline_stand_in
@@ -382,8 +395,32 @@ class ContextCompressor(ContextEngine):
         )
         self.threshold_percent = self._effective_threshold_percent(self.context_length, self._base_threshold_percent)
         self.threshold_tokens = self._compute_threshold_tokens(self.context_length, self.threshold_percent, self.max_tokens)
+        self._apply_threshold_tokens_cap()
         self.tail_token_budget = int(self.threshold_tokens * self.summary_target_ratio)
         self.max_summary_tokens = min(int(self.context_length * 0.05), MAX_SUMMARY_TOKENS_CAP)
+
+    @staticmethod
+    def _coerce_threshold_tokens_cap(value: Any) -> int | None:
+        """Hermes' rule for ``compression.threshold_tokens``: anything ``int()`` turns into a
+        positive number is a cap; anything else means no cap, never a cap of zero."""
+        if value is None:
+            return None
+        try:
+            cap = int(value)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        return cap if cap > 0 else None
+
+    def _apply_threshold_tokens_cap(self) -> None:
+        """Lower ``threshold_tokens`` to the absolute cap, which the window bounds.
+
+        It runs after the per-model percent, the small-window floor and the 64K minimum, so a
+        cap below 64 000 still wins; a cap above the window changes nothing. Hermes re-applies it
+        on every recomputation (construction, ``update_model``), so it survives model switches.
+        """
+        cap = self._coerce_threshold_tokens_cap(getattr(self, "threshold_tokens_cap", None))
+        if cap is not None:
+            self.threshold_tokens = min(self.threshold_tokens, cap, self.context_length)
 
     @staticmethod
     def _effective_threshold_percent(context_length: int, threshold_percent: float) -> float:
@@ -692,20 +729,7 @@ class ContextCompressor(ContextEngine):
         if cut <= head_end:
             cut = max(n - min_tail, head_end + 1)
         cut = self._align_boundary_backward(messages, cut)
-
-        user_idx = self._find_last_user_message_idx(messages, head_end)
-        if 0 <= user_idx < cut:
-            if user_idx >= head_end + 1:
-                cut = user_idx
-            else:
-                # The user row is the first compressible one and cannot stay in the tail:
-                # summarise the whole exchange (the user, its reply and the reply's tool results).
-                j = user_idx + 1
-                if j < n and _role(messages[j]) == "assistant":
-                    j += 1
-                    while j < n and _role(messages[j]) == "tool":
-                        j += 1
-                cut = j
+        cut = self._ensure_last_user_message_in_tail(messages, cut, head_end)
 
         asst_idx = None
         fallback_asst = None
@@ -722,7 +746,53 @@ class ContextCompressor(ContextEngine):
         if asst_idx is not None and head_end <= asst_idx < cut:
             cut = max(self._align_boundary_backward(messages, asst_idx), head_end + 1)
 
+        # Only beyond the default of one: the single-ask anchor already ran above, and running
+        # it again after the assistant anchor could push the cut forward again.
+        wanted = _as_int(getattr(self, "min_tail_user_messages", 1))
+        if wanted > 1:
+            cut = self._ensure_last_n_user_messages_in_tail(messages, cut, head_end, wanted)
+
         return min(n, self._align_boundary_forward(messages, max(cut, head_end + 1)))
+
+    def _ensure_last_user_message_in_tail(self, messages: list[dict[str, Any]], cut_idx: int, head_end: int) -> int:
+        """Move the cut back so the newest user ask stays verbatim in the tail.
+
+        When that ask is the first compressible row it cannot stay: the whole exchange (the
+        ask, its reply and the reply's tool results) is summarised instead, so the summary
+        never records an answered ask as pending.
+        """
+        user_idx = self._find_last_user_message_idx(messages, head_end)
+        if not 0 <= user_idx < cut_idx:
+            return cut_idx
+        if user_idx >= head_end + 1:
+            return user_idx
+        n = len(messages)
+        j = user_idx + 1
+        if j < n and _role(messages[j]) == "assistant":
+            j += 1
+            while j < n and _role(messages[j]) == "tool":
+                j += 1
+        return j
+
+    def _ensure_last_n_user_messages_in_tail(
+        self, messages: list[dict[str, Any]], cut_idx: int, head_end: int, n: int
+    ) -> int:
+        """Move the cut back so the newest ``n`` user asks (``compression.min_tail_user_messages``)
+        stay verbatim, however much tool output sits between them.
+
+        Only real asks count (not summaries, synthetic rows or blank echoes); with fewer than
+        ``n`` the oldest one is kept. A user row starts no tool group, so no re-alignment is
+        needed, and the cut never moves into the head.
+        """
+        if n <= 1:
+            return self._ensure_last_user_message_in_tail(messages, cut_idx, head_end)
+        asks = [i for i in range(len(messages) - 1, max(head_end, 0) - 1, -1) if is_actionable_user_message(messages[i])]
+        if not asks:
+            return cut_idx
+        target = asks[min(n, len(asks)) - 1]
+        if target >= cut_idx:
+            return cut_idx
+        return max(target, head_end + 1)
 
     def _find_last_user_message_idx(self, messages: list[dict[str, Any]], head_end: int) -> int:
         """Index of the newest user ask at or after ``head_end``, or -1 (the tail keeps it).

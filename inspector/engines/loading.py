@@ -282,6 +282,30 @@ def builtin_threshold_percent(config: dict[str, Any], rt: ModelRuntime) -> float
     return pct
 
 
+def _threshold_tokens_cap(raw: Any) -> int | None:
+    """``compression.threshold_tokens`` as Hermes' agent reads it: a positive ``int()``, else no cap."""
+    try:
+        value = int(raw) if raw is not None else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return value if value is not None and value > 0 else None
+
+
+def _min_tail_user_messages(raw: Any) -> int:
+    """``compression.min_tail_user_messages`` as Hermes' agent reads it: a whole number (an
+    integral float or a numeric string will do, a boolean will not), at least 1, else 1."""
+    if isinstance(raw, bool):
+        return 1
+    if isinstance(raw, float):
+        value = int(raw) if raw.is_integer() else 1
+    else:
+        try:
+            value = int(str(raw).strip())
+        except (TypeError, ValueError):
+            value = 1
+    return max(1, value)
+
+
 def build_builtin_compressor(config: dict[str, Any]) -> Any:
     """``ContextCompressor(...)`` with the arguments ``agent_init`` passes (hermes-host.md §2.2)."""
     from inspector.engines.compressor import ContextCompressor
@@ -309,6 +333,8 @@ def build_builtin_compressor(config: dict[str, Any]) -> Any:
         "api_mode": rt.api_mode,
         "abort_on_summary_failure": bool(cfg_get(config, "compression.abort_on_summary_failure", False)),
         "max_tokens": rt.max_tokens,
+        "threshold_tokens_cap": _threshold_tokens_cap(cfg_get(config, "compression.threshold_tokens", None)),
+        "min_tail_user_messages": _min_tail_user_messages(cfg_get(config, "compression.min_tail_user_messages", 1)),
     }
     try:
         params = inspect.signature(ContextCompressor).parameters

@@ -303,6 +303,64 @@ def test_tail_cut_never_starts_on_tool_row_and_stays_in_range():
     assert c._align_boundary_backward(msgs, 1) == 1
 
 
+def _asks_between_tool_rounds() -> list[dict]:
+    """Four asks, each followed by a bulky tool round that alone overflows the tail budget."""
+    msgs = [u("setup"), a("ready")]
+    for i in range(4):
+        msgs += [u(f"ask {i}"), a("", [call(f"c{i}")]), dict(sized("tool", 2000), tool_call_id=f"c{i}"), a(f"done {i}")]
+    return msgs
+
+
+def _asks(rows: list[dict]) -> list[str]:
+    return [m["content"] for m in rows if m["role"] == "user"]
+
+
+def test_min_tail_user_messages_keeps_that_many_asks_in_the_tail():
+    msgs = _asks_between_tool_rounds()
+    one = engine(protect_last_n=3)
+    one.tail_token_budget = 100
+    assert _asks(msgs[one._find_tail_cut_by_tokens(msgs, 2):]) == ["ask 3"]
+    three = engine(protect_last_n=3, min_tail_user_messages=3)
+    three.tail_token_budget = 100
+    cut = three._find_tail_cut_by_tokens(msgs, 2)
+    assert msgs[cut]["content"] == "ask 1"  # the cut lands on the ask itself
+    assert _asks(msgs[cut:]) == ["ask 1", "ask 2", "ask 3"]
+
+
+def test_min_tail_user_messages_beyond_the_asks_there_are_keeps_them_all_but_never_the_head():
+    msgs = _asks_between_tool_rounds()
+    c = engine(protect_last_n=3, min_tail_user_messages=50)
+    c.tail_token_budget = 100
+    assert _asks(msgs[c._find_tail_cut_by_tokens(msgs, 1):]) == ["ask 0", "ask 1", "ask 2", "ask 3"]
+    # when the oldest ask is the first compressible row, the cut still stays one past the head
+    assert c._find_tail_cut_by_tokens(msgs, 2) == 3
+
+
+def test_min_tail_user_messages_counts_only_real_asks():
+    msgs = _asks_between_tool_rounds()
+    msgs[10:10] = [u("   "), u(SUMMARY_PREFIX + "\nold", _compressed_summary=True), u("synthetic", _synthetic=True)]
+    c = engine(protect_last_n=3, min_tail_user_messages=2)
+    c.tail_token_budget = 100
+    cut = c._find_tail_cut_by_tokens(msgs, 2)
+    assert msgs[cut]["content"] == "ask 2"
+
+
+def test_compress_keeps_min_tail_user_messages_asks_verbatim():
+    msgs = [{"role": "system", "content": "sys"}] + _asks_between_tool_rounds()
+    c = engine(protect_first_n=0, protect_last_n=3, min_tail_user_messages=2)
+    c.tail_token_budget = 100
+    out = c.compress(msgs)
+    # the summary follows the system prompt as a user row, so it merges into the first kept ask
+    assert out[1]["content"].startswith(MERGED_PRIOR_OPEN + "ask 2" + MERGED_PRIOR_CLOSE)
+    assert _asks(out[2:]) == ["ask 3"]
+    assert c._last_summary_dropped_count == 10
+    default = engine(protect_first_n=0, protect_last_n=3)
+    default.tail_token_budget = 100
+    out = default.compress(msgs)
+    assert out[1]["content"].startswith(MERGED_PRIOR_OPEN + "ask 3" + MERGED_PRIOR_CLOSE)
+    assert default._last_summary_dropped_count == 14
+
+
 def test_has_content_to_compress():
     c = engine()
     assert c.has_content_to_compress(chat(40)) is True

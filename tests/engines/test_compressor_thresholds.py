@@ -168,6 +168,68 @@ def test_update_model_rederives_from_configured_percent():
     assert c.threshold_percent == 0.50  # never the previous model's override
 
 
+def test_threshold_tokens_cap_lowers_the_trigger_and_the_tail_budget_with_it():
+    c = engine(1_000_000, threshold_tokens_cap=300_000)
+    assert c.threshold_tokens_cap == 300_000
+    assert c.threshold_percent == 0.50  # the percent is untouched: only the token figure is capped
+    assert c.threshold_tokens == 300_000
+    assert c.tail_token_budget == 60_000  # 20 % of the capped threshold
+    assert c.should_compress(299_999) is False and c.should_compress(300_000) is True
+    # a cap above the ratio threshold changes nothing
+    assert engine(1_000_000, threshold_tokens_cap=700_000).threshold_tokens == 500_000
+
+
+def test_threshold_tokens_cap_wins_over_the_64k_minimum_and_is_bounded_by_the_window():
+    assert engine(200_000, threshold_tokens_cap=40_000).threshold_tokens == 40_000
+    # a cap beyond the window is a no-op: the ratio threshold stays
+    assert engine(64_000, threshold_tokens_cap=10_000_000).threshold_tokens == 54_400
+
+
+@pytest.mark.parametrize(("value", "cap"), [(None, None), (0, None), (-5, None), ("lots", None), ([1], None),
+                                            (float("inf"), None), ("70000", 70_000), (70_000.9, 70_000)])
+def test_threshold_tokens_cap_takes_what_int_makes_positive_and_nothing_else(value, cap):
+    c = engine(1_000_000, threshold_tokens_cap=value)
+    assert c.threshold_tokens_cap == cap
+    assert c.threshold_tokens == (cap or 500_000)
+
+
+def test_threshold_tokens_cap_applies_over_per_model_overrides_and_survives_model_switches():
+    c = engine(1_000_000, model_thresholds={"big-model": 0.9}, threshold_tokens_cap=250_000)
+    assert c.threshold_tokens == 250_000
+    c.update_model("big-model", 1_000_000)
+    assert (c.threshold_percent, c.threshold_tokens, c.tail_token_budget) == (0.9, 250_000, 50_000)
+    c.update_model("small-model", 128_000)  # 96 000 is already below the cap
+    assert c.threshold_tokens == 96_000
+    c.update_model("other", 2_000_000)
+    assert c.threshold_tokens == 250_000
+    c.model_thresholds = {"other": 0.7}  # the map's own re-derivation keeps the cap too
+    assert (c.threshold_percent, c.threshold_tokens) == (0.7, 250_000)
+
+
+def test_threshold_tokens_cap_set_later_is_applied_on_the_next_update_model():
+    c = engine(1_000_000)
+    c.threshold_tokens_cap = 123_456
+    assert c.threshold_tokens == 500_000  # a plain attribute, as in Hermes
+    c.update_model("test-model", 1_000_000)
+    assert c.threshold_tokens == 123_456
+
+
+def test_newer_hermes_constructor_keywords_are_accepted():
+    c = engine(threshold_tokens_cap=None, min_tail_user_messages=3, tail_mode="legacy")
+    assert (c.threshold_tokens_cap, c.min_tail_user_messages, c.tail_mode) == (None, 3, "legacy")
+    d = engine()
+    assert (d.threshold_tokens_cap, d.min_tail_user_messages, d.tail_mode) == (None, 1, "legacy")
+
+
+def test_a_lean_tail_request_is_recorded_and_said_not_to_be_modelled(caplog):
+    with caplog.at_level("WARNING", logger="inspector.engines.compressor"):
+        c = engine(tail_mode="lean")
+    assert c.tail_mode == "lean"
+    assert c.tail_token_budget == engine().tail_token_budget  # the legacy budget
+    assert "tail_mode 'lean' is not modelled" in caplog.text
+    assert engine(tail_mode="sideways").tail_mode == "legacy"
+
+
 def test_update_model_zeroes_token_tracking_and_applies_max_tokens():
     c = engine(200_000)
     c.update_from_response({"prompt_tokens": 1000, "completion_tokens": 10})
@@ -534,3 +596,28 @@ def test_switching_to_a_model_without_an_override_falls_back_to_the_configured_p
     assert (engine.threshold_percent, engine.threshold_tokens) == (0.8, 800_000)
     engine.update_model("openai/gpt-4.1", 1_000_000, provider="openai")
     assert (engine.threshold_percent, engine.threshold_tokens) == (0.6, 600_000)
+
+
+@pytest.mark.parametrize(("value", "cap"), [(250_000, 250_000), ("250000", 250_000), (0, None), (-1, None),
+                                            ("soon", None), (None, None)])
+def test_compression_threshold_tokens_reaches_the_builtin_as_its_cap(value, cap):
+    from inspector.config import load_config
+    from inspector.engines.loading import build_builtin_compressor
+
+    config = load_config(None, {"model": {"default": "some-model", "context_length": 1_000_000},
+                                "compression": {"threshold_tokens": value}})
+    engine = build_builtin_compressor(config)
+    assert engine.threshold_tokens_cap == cap
+    assert engine.threshold_tokens == (cap or 500_000)
+    engine.update_model("other-model", 2_000_000)
+    assert engine.threshold_tokens == (cap or 1_000_000)
+
+
+@pytest.mark.parametrize(("value", "wanted"), [(3, 3), (3.0, 3), ("4", 4), (2.5, 1), (True, 1), (0, 1), (-2, 1),
+                                               ("many", 1), (None, 1)])
+def test_compression_min_tail_user_messages_reaches_the_builtin_as_hermes_reads_it(value, wanted):
+    from inspector.config import load_config
+    from inspector.engines.loading import build_builtin_compressor
+
+    config = load_config(None, {"compression": {"min_tail_user_messages": value}})
+    assert build_builtin_compressor(config).min_tail_user_messages == wanted

@@ -295,3 +295,76 @@ def test_an_engine_that_reports_itself_unavailable_is_replayed_with_a_note(tmp_p
     assert "note: engine 'fixture_unavailable' reports itself unavailable (is_available() returned False)" in err
     notes = [e for e in load_trace(saved).events if e.note and "reports itself unavailable" in e.note]
     assert len(notes) == 1 and notes[0].args == {"available": False}
+
+
+_NEWER_KEYWORDS_PLUGIN = '''
+from agent.context_compressor import ContextCompressor
+
+
+class CappedCompressor(ContextCompressor):
+    """Subclasses Hermes' class with the keywords newer Hermes passes."""
+
+    def __init__(self):
+        super().__init__(model="test/model", quiet_mode=True, threshold_tokens_cap=6000,
+                         min_tail_user_messages=2, tail_mode="legacy")
+
+    @property
+    def name(self):
+        return "capped_sub"
+'''
+
+_NEWER_KEYWORDS_WRAPPER = '''
+from agent.context_compressor import ContextCompressor
+from agent.context_engine import ContextEngine
+
+
+class Wrapper(ContextEngine):
+    """Builds Hermes' class inside and delegates to it."""
+
+    def __init__(self, threshold_tokens_cap=6000, **_):
+        self._inner = ContextCompressor(model="test/model", quiet_mode=True, threshold_tokens_cap=threshold_tokens_cap,
+                                        proactive_prune_tokens=0, min_tail_user_messages=2)
+        self.threshold_tokens = self._inner.threshold_tokens
+
+    @property
+    def name(self):
+        return "capped_wrapper"
+
+    def update_from_response(self, usage):
+        self._inner.update_from_response(usage)
+        self.last_prompt_tokens = self._inner.last_prompt_tokens
+
+    def should_compress(self, prompt_tokens=None):
+        return self._inner.should_compress(prompt_tokens)
+
+    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
+        out = self._inner.compress(messages, current_tokens=current_tokens, focus_topic=focus_topic, force=force)
+        self.compression_count = self._inner.compression_count
+        return out
+
+    def update_model(self, model, context_length, base_url="", api_key="", provider="", api_mode="", **_):
+        self._inner.update_model(model, context_length, base_url=base_url, api_key=api_key, provider=provider,
+                                 api_mode=api_mode)
+        self.context_length, self.threshold_tokens = self._inner.context_length, self._inner.threshold_tokens
+'''
+
+
+@pytest.mark.parametrize(("name", "source"), [("capped_sub", _NEWER_KEYWORDS_PLUGIN),
+                                              ("capped_wrapper", _NEWER_KEYWORDS_WRAPPER)])
+def test_a_plugin_that_builds_the_compressor_with_newer_hermes_keywords_loads_and_replays(tmp_path, capsys, name,
+                                                                                          source):
+    plugin = tmp_path / "plugins" / "context_engine" / name
+    plugin.mkdir(parents=True)
+    (plugin / "__init__.py").write_text(source, encoding="utf-8")
+    plugins = str(tmp_path / "plugins")
+    assert main(["engines", "--plugin-dir", plugins, "--json"]) == 0
+    listed = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert listed[name]["loads"] is True, listed[name]
+    src = write_session(tmp_path / "s.json", turns=6)
+    saved = tmp_path / "run.trace.json.gz"
+    assert main(["replay", str(src), "--engine", name, "--plugin-dir", plugins, "--quiet", "--out", str(saved)]) == 0
+    trace = load_trace(saved)
+    assert not [e for e in trace.events if e.fault]
+    # the host's update_model re-derived the threshold for the replay's 200K window, and the cap held
+    assert trace.state_at(len(trace.events) - 1)["threshold_tokens"] == 6000
+    assert trace.state_at(len(trace.events) - 1)["compression_count"] >= 1
