@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from inspector.trace.diff import MessageDiff, diff_messages
-from inspector.trace.model import EV_COMPRESS, Request, Trace, key_scheme
+from inspector.trace.model import Request, Trace, key_scheme
+from inspector.trace.summary import is_committed_compression
 
 if TYPE_CHECKING:
     from inspector.compare.runs import Comparison
@@ -304,16 +305,6 @@ def compression_points(
                 })
         out.append(points)
     return out
-
-
-def is_committed_compression(ev: Any) -> bool:
-    """A compress event whose result the host kept (a new message list, not "unchanged")."""
-    return (
-        ev.kind == EV_COMPRESS
-        and isinstance(ev.result, dict)
-        and "$list" in ev.result
-        and not ev.result.get("unchanged")
-    )
 
 
 def _alignment_of(comparison: Comparison | Sequence[Trace | None]) -> Alignment:

@@ -447,7 +447,9 @@ def _load_selected(
         except PluginFailure as exc:
             if cand.kind == SOURCE_DIRECTORY:
                 raise EngineLoadError(
-                    f"engine {name!r} ({cand.path}) failed to load: {exc}",
+                    f"engine {name!r} ({cand.path}) failed to load: {exc}. Hermes would not stop: it logs a "
+                    f"warning (\"Context engine '{name}' not found — falling back to built-in compressor\") and "
+                    "runs the session with the built-in compressor",
                     available=_available(config, plugin_dirs, include_project, exclude=name),
                     details=exc.details,
                 ) from None

@@ -180,17 +180,14 @@ class HookDriver:
                 self.report.add(FAIL, "tokens", f"{attr} is {value!r} ({type(value).__name__}) after {after}; the host needs an int")
 
     def validate(self, hook: str, result: Any, *, request: bool = False) -> bool:
-        problems = validate_messages(result)
-        fails = [text for status, text in problems if status == FAIL]
-        warns = [text for status, text in problems if status != FAIL]
-        for text in fails:
-            self.report.add(FAIL, f"validate:{hook}", f"{hook} returned {text}")
-        if warns:
-            self.report.add(WARN, f"validate:{hook}", f"{hook} result ({len(result)} messages): " + "; ".join(warns))
-        if not fails and not warns:
+        """Each problem graded by what Hermes does with it; False when Hermes could not use the result."""
+        problems = validate_messages(result, request=request)
+        for status, text in problems:
+            self.report.add(status, f"validate:{hook}", f"{hook} result: {text}")
+        if not problems:
             self.report.add(PASS, f"validate:{hook}", f"{hook} returned {len(result)} valid OpenAI messages"
                             + (" (request)" if request else ""))
-        return not fails
+        return not any(status == FAIL for status, _ in problems)
 
     def mutation(self, hook: str, label: str, before: Any, after: Any, *, status: str = WARN, why: str = "") -> None:
         if before != after:

@@ -1,7 +1,8 @@
 """Checks that need no running engine: message-list validity and the host modules a plugin imports.
 
-``validate_messages`` states the OpenAI chat rules an engine's output must keep (roles, tool
-results answering the call right before them, no unanswered calls, system only first).
+``validate_messages`` checks an engine's output against the OpenAI chat rules (roles, tool
+results answering the call right before them, no unanswered calls) and grades each breach by
+what Hermes does with it: its request sanitiser repairs some silently, the provider rejects the rest.
 ``scan_imports`` reads a plugin's source with ``ast`` (never executing it) and checks each
 import against what the compatibility layer and the environment provide.
 """
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inspector.host.shaping import STUB_RESULT, VALID_ROLES, call_id
+
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 # Top-level modules that only exist inside a Hermes install.
 HERMES_ONLY_TOPS = frozenset(
@@ -23,14 +26,22 @@ HERMES_ONLY_TOPS = frozenset(
 MAX_PER_KIND = 4
 
 
-def validate_messages(messages: Any) -> list[tuple[str, str]]:
-    """Problems as ``(status, text)``; ``status`` is ``"fail"`` or ``"warn"``. Empty = valid."""
+def validate_messages(messages: Any, *, request: bool = False) -> list[tuple[str, str]]:
+    """Problems as ``(status, text)``, each judged by what Hermes does with it. Empty = valid.
+
+    ``"fail"``: Hermes refuses the list or trips over it, or the provider rejects what Hermes
+    sends even after its request sanitiser (hermes-host.md §2.4 step 7, §2.5 step 5);
+    ``"warn"``: the sanitiser repairs it silently, and the text says how. ``request``: the list
+    is a whole request (select_context), whose index 0 is the system prompt; otherwise it is a
+    transcript (compress, prune) that Hermes sends after its own system prompt.
+    """
     if not isinstance(messages, list):
         return [("fail", f"not a list but {type(messages).__name__}")]
     if not messages:
-        return [("fail", "empty list (Hermes treats an empty result as a failed compression)")]
+        return [("fail", "empty list (Hermes discards an empty compress result; as a transcript it leaves nothing to send)")]
     problems: list[tuple[str, str]] = []
     counts: dict[str, int] = {}
+    when = "before sending this request" if request else "before every request"
 
     def add(kind: str, status: str, text: str) -> None:
         counts[kind] = counts.get(kind, 0) + 1
@@ -39,46 +50,93 @@ def validate_messages(messages: Any) -> list[tuple[str, str]]:
         elif counts[kind] == MAX_PER_KIND + 1:
             problems.append((status, f"… more {kind} problems"))
 
+    # What Hermes' sanitiser pairs on: call ids and result ids anywhere in the list.
+    kept = [m for m in messages if isinstance(m, dict) and m.get("role") in VALID_ROLES]
+    calls = {cid for m in kept if m.get("role") == "assistant" for c in _calls(m) if (cid := _call_id(c))}
+    results = {str(m["tool_call_id"]) for m in kept if m.get("role") == "tool" and m.get("tool_call_id")}
     pending: dict[str, int] = {}  # call id → index of the assistant message that made it
-    prev_role = None
+    answered: set[str] = set()
+    reported: set[str] = set()  # misplaced pairs already named once
+
+    def unanswered() -> None:
+        for cid, at in pending.items():
+            if cid not in results:
+                add("stub", "warn", f"[{at}] tool call {cid!r} has no result: Hermes adds a stub result "
+                    f"({STUB_RESULT!r}) right after [{at}] {when}")
+            elif cid not in reported:
+                reported.add(cid)
+                add("misplaced", "fail", f"[{at}] tool call {cid!r} is not answered right after [{at}] (its result is "
+                    "elsewhere): Hermes adds no stub and the provider rejects the request")
+        pending.clear()
+
+    prev: tuple[int, str] | None = None  # the last message Hermes keeps: index, role
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict):
-            add("type", "fail", f"[{i}] is a {type(msg).__name__}, not a dict")
-            prev_role = None
+            add("type", "fail", f"[{i}] is a {type(msg).__name__}, not a message dict "
+                "(Hermes reads every message as a dict, so its next request raises)")
+            prev = None
             continue
         role = msg.get("role")
+        if role not in VALID_ROLES:
+            add("role", "warn", f"[{i}] has role {role!r}: Hermes' sanitiser drops the message {when} "
+                f"(it allows {', '.join(sorted(VALID_ROLES))}), so the model never sees it")
+            continue
         if role not in ROLES:
-            add("role", "fail", f"[{i}] has role {role!r} (OpenAI roles: system, user, assistant, tool)")
-        if role == "system" and i > 0:
-            add("system", "fail", f"[{i}] is a system message in mid-list (only index 0 may be system)")
+            add("role", "warn", f"[{i}] has role {role!r}: Hermes sends it unchanged (its sanitiser allows it), "
+                "though not every provider accepts it")
+        if role == "system" and (i > 0 or not request):
+            add("system", "warn", f"[{i}] is a system message in mid-list: Hermes sends it where it is"
+                + ("" if request else ", after its own system prompt") + " (its sanitiser allows the system role)")
         content = msg.get("content")
         if content is not None and not isinstance(content, (str, list)):
-            add("content", "warn", f"[{i}] content is a {type(content).__name__} (expected str or list of parts)")
+            add("content", "fail", f"[{i}] content is a {type(content).__name__}: Hermes sends it unchanged and "
+                "chat APIs take only a string or a list of content parts")
         if role != "tool" and pending:
-            for cid, at in pending.items():
-                add("unanswered", "fail", f"[{at}] tool call {cid!r} has no tool result before [{i}]")
-            pending = {}
+            unanswered()
         if role == "assistant":
-            for call in msg.get("tool_calls") or []:
-                cid = call.get("id") if isinstance(call, dict) else getattr(call, "id", None)
+            for call in _calls(msg):
+                cid = _call_id(call)
                 if not cid:
-                    add("call-id", "fail", f"[{i}] has a tool call without an id")
+                    add("call-id", "fail", f"[{i}] has a tool call without an id: no result can answer it, "
+                        "Hermes adds no stub and the provider rejects the request")
                     continue
-                pending[str(cid)] = i
+                pending[cid] = i
         elif role == "tool":
-            cid = msg.get("tool_call_id")
+            raw = msg.get("tool_call_id")
+            cid = str(raw) if raw else ""
             if not cid:
-                add("orphan", "fail", f"[{i}] tool result has no tool_call_id")
-            elif str(cid) not in pending:
-                add("orphan", "fail", f"[{i}] orphan tool result: tool_call_id {cid!r} answers no call of the preceding assistant message")
-            else:
-                pending.pop(str(cid))
-        if role in ("user", "assistant") and role == prev_role:
-            add("same-role", "warn", f"[{i - 1}] and [{i}] are consecutive {role} messages")
-        prev_role = role
-    for cid, at in pending.items():
-        add("unanswered", "fail", f"[{at}] tool call {cid!r} is never answered")
+                add("no-id", "fail", f"[{i}] tool result has no tool_call_id: Hermes keeps it and the provider rejects it")
+            elif cid in pending:
+                pending.pop(cid)
+                answered.add(cid)
+            elif cid not in calls:
+                add("orphan", "warn", f"[{i}] orphan tool result: no assistant message calls {cid!r}; "
+                    f"Hermes' sanitiser drops it {when}")
+                continue
+            elif cid in answered:
+                add("misplaced", "fail", f"[{i}] is a second result for tool call {cid!r}: Hermes keeps both and the "
+                    "provider rejects the request")
+            elif cid not in reported:
+                reported.add(cid)
+                add("misplaced", "fail", f"[{i}] tool result for {cid!r} does not follow the assistant message that "
+                    "made the call: Hermes does not move it and the provider rejects the request")
+        if role in ("user", "assistant") and prev is not None and prev[1] == role:
+            add("same-role", "warn", f"[{prev[0]}] and [{i}] are consecutive {role} messages"
+                + (": Hermes merges them into one before sending" if role == "user" else " (Hermes sends both)"))
+        prev = (i, role)
+    unanswered()
     return problems
+
+
+def _calls(message: dict[str, Any]) -> list[Any]:
+    calls = message.get("tool_calls")
+    return calls if isinstance(calls, list) else []
+
+
+def _call_id(call: Any) -> str:
+    """A tool call's id as Hermes reads it (``call_id``, then ``id``); objects by attribute."""
+    cid = call_id(call) if isinstance(call, dict) else getattr(call, "id", None)
+    return str(cid) if cid else ""
 
 
 @dataclass

@@ -53,6 +53,12 @@ def format_exc(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
+def exc_line(exc: BaseException) -> str:
+    """``Type: first line of the message``: the reason a one-line finding can show without a traceback."""
+    text = str(exc).strip().partition("\n")[0]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 # -- module execution -------------------------------------------------------------------------
 def _ensure_package(name: str) -> None:
     """Register empty parent packages (``plugins``, ``plugins.context_engine``) if absent."""
@@ -105,7 +111,8 @@ def load_package(module_name: str, directory: Path, *, preload_siblings: bool) -
                 setattr(module, path.stem, sub)
             except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us - a plugin may raise anything, even SystemExit
                 sys.modules.pop(sub_name, None)
-                warnings.append(f"sibling module {path.name} failed to import (Hermes ignores this):\n{format_exc(exc)}")
+                warnings.append(f"sibling module {path.name} failed to import ({exc_line(exc)}; Hermes ignores this):\n"
+                                f"{format_exc(exc)}")
     try:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
@@ -146,7 +153,8 @@ def load_directory_engine(name: str, directory: Path, manifest: PluginManifest, 
             register(ctx)
         except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
             warnings.append(
-                "register(ctx) raised; Hermes falls back to the first ContextEngine subclass:\n" + format_exc(exc)
+                f"register(ctx) raised {exc_line(exc)}; Hermes falls back to the first ContextEngine subclass:\n"
+                + format_exc(exc)
             )
         else:
             if len(ctx.engines_offered) > 1:
@@ -171,7 +179,7 @@ def load_directory_engine(name: str, directory: Path, manifest: PluginManifest, 
         try:
             engine = obj()
         except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
-            failures.append(f"{attr}() failed, trying the next subclass:\n{format_exc(exc)}")
+            failures.append(f"{attr}() failed ({exc_line(exc)}), trying the next subclass:\n{format_exc(exc)}")
             continue
         return Produced(engine, f"subclass scan: {attr}()", warnings + failures, ctx, module_name)
     details = "\n".join(warnings + failures)

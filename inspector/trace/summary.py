@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inspector.trace.model import EV_COMPRESS, EV_TURN, Trace
+from inspector.trace.model import EV_COMPRESS, EV_TURN, Event, Trace
 
 # (key, label, better) — better is "low", "high" or None (not ranked)
 SUMMARY_ROWS: list[tuple[str, str, str | None]] = [
@@ -21,6 +21,19 @@ SUMMARY_ROWS: list[tuple[str, str, str | None]] = [
 ]
 
 
+def is_committed_compression(ev: Event) -> bool:
+    """A compress event whose result the host kept (a new message list, not "unchanged").
+
+    Faulted, aborted and no-progress calls are not: Hermes keeps the transcript as it was.
+    """
+    return (
+        ev.kind == EV_COMPRESS
+        and isinstance(ev.result, dict)
+        and "$list" in ev.result
+        and not ev.result.get("unchanged")
+    )
+
+
 def summarise(trace: Trace) -> dict[str, Any]:
     """Totals over the whole session, computed from the requests and events only."""
     reqs = trace.requests
@@ -28,10 +41,7 @@ def summarise(trace: Trace) -> dict[str, Any]:
     read = sum(r.usage.get("cache_read_tokens", 0) for r in reqs)
     write = sum(r.usage.get("cache_write_tokens", 0) for r in reqs)
     costs = [r.cache.cost for r in reqs if r.cache.cost is not None]
-    committed = sum(
-        1 for e in trace.events if e.kind == EV_COMPRESS and isinstance(e.result, dict) and "$list" in e.result
-        and not e.result.get("unchanged")
-    )
+    committed = sum(1 for e in trace.events if is_committed_compression(e))
     # Summed in whole microseconds, the precision a saved trace keeps, so a trace shows the same
     # figure before and after it is saved and reopened.
     engine_time = sum(_whole_micros(e.duration) for e in trace.events) / 1_000_000

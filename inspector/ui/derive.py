@@ -19,6 +19,7 @@ import numpy as np
 from inspector.sessions.model import message_text
 from inspector.trace import model as tm
 from inspector.trace.model import Event, Request, Trace
+from inspector.trace.summary import is_committed_compression
 
 # Request.tokens keys that are not a prompt-token figure of the whole request.
 _NON_PROMPT_KEYS = frozenset({"tools", "system", "images", "completion", "output", "reasoning"})
@@ -91,6 +92,7 @@ class Compression:
     after_messages: int
     count_after: int
     faulted: bool
+    committed: bool  # the host kept the result; False for faults, aborts and calls that made no progress
     unit: str = "tok"  # "rough tok" when the figures are the host's (Hermes' estimate), as recorded
 
 
@@ -235,6 +237,7 @@ def _build(trace: Trace) -> TraceFigures:
                     unit="rough tok" if isinstance(recorded_before, int) else "tok",
                     count_after=int(trace.state_at(ev.index)["compression_count"]),
                     faulted=ev.fault is not None,
+                    committed=is_committed_compression(ev),
                 )
             )
         event_request[ev.index] = current

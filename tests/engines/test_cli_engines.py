@@ -27,9 +27,11 @@ def test_engines_json(capsys):
 def test_doctor_exit_codes(capsys):
     assert main(["doctor", "fixture_simple", "--plugin-dir", str(BASIC)]) == 0
     assert "PASS" in capsys.readouterr().out
-    assert main(["doctor", "fixture_orphans", "--plugin-dir", str(BASIC), "--json"]) == 1
+    assert main(["doctor", "fixture_misplaced", "--plugin-dir", str(BASIC), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
-    assert data["failed"] and any("orphan" in f["message"] for f in data["findings"])
+    assert data["failed"] and any("the provider rejects" in f["message"] for f in data["findings"])
+    assert main(["doctor", "fixture_orphans", "--plugin-dir", str(BASIC)]) == 0  # Hermes repairs orphans: warnings only
+    assert "WARN" in capsys.readouterr().out
     assert main(["doctor", "nope", "--plugin-dir", str(BASIC)]) == 1
     assert "Available engines" in capsys.readouterr().out
 

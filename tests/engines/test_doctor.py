@@ -38,10 +38,18 @@ def test_builtin_and_subclass_of_builtin(config):
     assert _has(report, "pass", "hook:compress")
 
 
-def test_orphan_tool_results_fail(config):
+def test_orphan_tool_results_are_a_warning_saying_hermes_drops_them(config):
     report = _doctor("fixture_orphans", config)
+    assert not report.failed, [f.to_json() for f in report.findings if f.status == "fail"]
+    assert _has(report, "warn", "validate:compress", "orphan tool result: no assistant message calls 'call_x_0_a'; "
+                "Hermes' sanitiser drops it before every request")
+
+
+def test_tool_results_hermes_cannot_repair_fail(config):
+    report = _doctor("fixture_misplaced", config)
     assert report.failed
-    assert _has(report, "fail", "validate:compress", "orphan tool result")
+    assert _has(report, "fail", "validate:compress", "does not follow the assistant message that made the call: "
+                "Hermes does not move it and the provider rejects the request")
 
 
 def test_load_failure_is_a_finding_with_traceback(config):
@@ -49,6 +57,47 @@ def test_load_failure_is_a_finding_with_traceback(config):
     (finding,) = report.findings
     assert finding.status == "fail" and "fixture_broken" in finding.message
     assert "Traceback" in finding.details and "Available engines" in finding.details
+
+
+def test_a_load_failure_says_hermes_would_carry_on_with_the_built_in_compressor(config):
+    (finding,) = _doctor("fixture_broken", config).findings
+    assert "failed to load" in finding.message
+    assert "Hermes would not stop: it logs a warning" in finding.message
+    assert "runs the session with the built-in compressor" in finding.message
+
+
+SCAN_ORDER = '''
+from agent.context_compressor import ContextCompressor  # noqa: F401  scanned first; needs a model
+from agent.context_engine import ContextEngine
+
+
+class ZEngine(ContextEngine):
+    @property
+    def name(self):
+        return "scan_order"
+
+    def update_from_response(self, usage):
+        self.last_prompt_tokens = int(usage.get("prompt_tokens", 0) or 0)
+
+    def should_compress(self, prompt_tokens=None):
+        return False
+
+    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
+        return messages
+'''
+
+
+def test_a_subclass_the_scan_could_not_construct_is_a_warning_with_its_reason(tmp_path, config):
+    folder = tmp_path / "context_engine" / "scan_order"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(SCAN_ORDER, encoding="utf-8")
+    report = run_doctor("scan_order", config, [str(tmp_path)], timeout=5.0, include_project=False, include_entry_points=False)
+    (warning,) = [f for f in report.findings if f.status == "warn" and f.check == "load"]
+    # The one line shown without -v says why, not just that it failed.
+    assert warning.message.startswith("ContextCompressor() failed (TypeError: ")
+    assert "'model'" in warning.message and warning.message.endswith("trying the next subclass:")
+    assert "Traceback" in warning.details
+    assert _has(report, "pass", "load", "subclass scan: ZEngine()")
 
 
 def test_missing_host_modules(config):
@@ -98,28 +147,77 @@ def test_sloppy_engine_findings(config):
     assert _has(report, "fail", "tokens", "last_prompt_tokens")
     assert _has(report, "fail", "validate:select_context", "not a non-empty list of dicts")
     assert _has(report, "warn", "mutation:compress")
-    assert _has(report, "fail", "validate:compress", "mid-list")
-    assert _has(report, "fail", "validate:compress", "never answered")
-    assert _has(report, "warn", "validate:compress", "consecutive user")
+    assert _has(report, "warn", "validate:compress", "system message in mid-list: Hermes sends it where it is")
+    assert _has(report, "warn", "validate:compress", "tool call 'c9' has no result: Hermes adds a stub result")
+    assert _has(report, "warn", "validate:compress", "consecutive user messages: Hermes merges them")
+    assert not any(f.status == "fail" and f.check == "validate:compress" for f in report.findings)
+
+
+USER = {"role": "user", "content": "q"}
+SYSTEM = {"role": "system", "content": "s"}
+
+
+def _asst(*ids):
+    return {"role": "assistant", "content": None,
+            "tool_calls": [{"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}} for i in ids]}
+
+
+def _result(cid):
+    return {"role": "tool", "tool_call_id": cid, "content": "r"}
 
 
 @pytest.mark.parametrize(
     "messages, expected",
     [
-        ([{"role": "user", "content": "a"}], []),
-        ([], ["empty list"]),
-        ("x", ["not a list"]),
-        ([{"role": "robot", "content": "a"}], ["role 'robot'"]),
-        ([{"role": "user", "content": "a"}, {"role": "tool", "tool_call_id": "z", "content": "r"}], ["orphan"]),
-        ([{"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function"}]},
-          {"role": "user", "content": "q"}], ["no tool result before [1]"]),
+        ([USER], []),
+        ([], [("fail", "empty list")]),
+        ("x", [("fail", "not a list")]),
+        ([USER, "m"], [("fail", "[1] is a str, not a message dict")]),
+        ([USER, {"role": "assistant", "content": {"text": "a"}}], [("fail", "content is a dict: Hermes sends it unchanged")]),
+        # Hermes' sanitiser repairs these silently (hermes-host.md §2.4 step 7): warnings saying how.
+        ([{"role": "robot", "content": "a"}, USER], [("warn", "[0] has role 'robot': Hermes' sanitiser drops the message")]),
+        ([USER, SYSTEM], [("warn", "[1] is a system message in mid-list: Hermes sends it where it is, after its own system prompt")]),
+        ([SYSTEM, USER], [("warn", "[0] is a system message in mid-list")]),  # a transcript comes after Hermes' system prompt
+        ([USER, _result("z")], [("warn", "[1] orphan tool result: no assistant message calls 'z'; Hermes' sanitiser drops it")]),
+        ([_asst("c"), USER], [("warn", "[0] tool call 'c' has no result: Hermes adds a stub result "
+                                       "('[Result unavailable — see context summary above]') right after [0]")]),
+        ([_asst("a", "b"), _result("b"), USER], [("warn", "tool call 'a' has no result")]),  # the stub goes before b's result
+        ([_asst("c"), {"role": "robot", "content": "x"}, _result("c")], [("warn", "role 'robot'")]),  # dropped, pair intact
+        ([USER, {"role": "user", "content": "b"}], [("warn", "[0] and [1] are consecutive user messages: Hermes merges them")]),
+        # What stays broken after the sanitiser: the provider rejects the request.
+        ([_asst("c"), USER, _result("c")], [("fail", "[0] tool call 'c' is not answered right after [0]")]),
+        ([_result("c"), _asst("c")], [("fail", "[0] tool result for 'c' does not follow the assistant message")]),
+        ([_asst("c"), _result("c"), _result("c")], [("fail", "[2] is a second result for tool call 'c'")]),
+        ([_asst("c"), SYSTEM, _result("c")], [("warn", "system message in mid-list"), ("fail", "tool call 'c' is not answered right after")]),
+        ([_asst(""), USER], [("fail", "[0] has a tool call without an id")]),
+        ([{"role": "tool", "content": "r"}], [("fail", "[0] tool result has no tool_call_id")]),
     ],
 )
-def test_validate_messages(messages, expected):
-    problems = [text for _, text in validate_messages(messages)]
-    assert len(problems) == len(expected)
-    for text, fragment in zip(problems, expected):
-        assert fragment in text
+def test_validate_messages_grades_each_problem_by_what_hermes_does(messages, expected):
+    problems = validate_messages(messages)
+    assert len(problems) == len(expected), problems
+    for (status, text), (want_status, fragment) in zip(problems, expected):
+        assert status == want_status and fragment in text, (status, text)
+
+
+def test_a_request_may_start_with_its_system_prompt():
+    assert validate_messages([SYSTEM, USER], request=True) == []
+    (problem,) = validate_messages([SYSTEM, USER, SYSTEM], request=True)
+    assert problem[0] == "warn" and "[2] is a system message in mid-list" in problem[1] and "its own system prompt" not in problem[1]
+    assert "before sending this request" in validate_messages([SYSTEM, _asst("c"), USER], request=True)[0][1]
+
+
+def test_what_the_doctor_calls_repaired_the_hosts_sanitiser_does_repair():
+    """A head + marker + tail compression (as a real LCM engine returns): only warnings, and none left once sanitised."""
+    from inspector.host.shaping import sanitize_request
+
+    compressed = [USER, _asst("a", "b"), SYSTEM, _result("gone"), {"role": "assistant", "content": "done"}, USER]
+    problems = validate_messages(compressed)
+    assert [s for s, _ in problems] == ["warn"] * 4, problems
+    repaired, done = sanitize_request(compressed)
+    assert done == {"roles": 0, "orphans": 1, "stubs": 2}
+    (left,) = validate_messages(repaired)  # the stubs moved it from [2] to [4]; it is sent as it is
+    assert left[0] == "warn" and "[4] is a system message in mid-list" in left[1]
 
 
 def test_a_duck_typed_engine_hermes_accepts_is_a_warning_not_a_failure(config):

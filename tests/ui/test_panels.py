@@ -143,6 +143,41 @@ def test_compression_timeline_has_one_dot_per_compression(shown, faulty_trace: T
     assert cursor.index == ok.event, "clicking a compression dot selects the compress event"
 
 
+def _with_idle_compress_calls(trace: Trace) -> Trace:
+    """Two compress calls Hermes keeps nothing of: one returned its input, one was aborted."""
+    last = trace.events[trace.compress_events[-1]]
+    before = last.args["messages"]
+    trace.add_event(tm.Event(index=0, kind=tm.EV_COMPRESS, turn=last.turn, args={"messages": before},
+                             result={"$list": before["$list"], "unchanged": True}))
+    trace.add_event(tm.Event(index=0, kind=tm.EV_COMPRESS, turn=last.turn, args={"messages": before}, result=None))
+    return trace.finish()
+
+
+def test_compression_header_counts_committed_compressions_as_the_replay_summary_does(shown) -> None:
+    from inspector.trace.summary import summarise
+    from inspector.ui.panels.compression import CompressionPanel, describe
+    from inspector.ui.panels.timeline import TimelinePanel
+    from inspector.ui.synthetic import build_trace
+
+    cursor, make = shown
+    trace = _with_idle_compress_calls(build_trace(60, faults=True, seed=7))
+    fig = figures(trace)
+    committed = [c for c in fig.compressions if c.committed]
+    faulted = [c for c in fig.compressions if c.faulted]
+    idle = fig.compressions[-2:]
+    assert len(committed) == summarise(trace)["compressions"] >= 2 and faulted
+    assert not any(c.committed or c.faulted for c in idle)
+
+    panel = make(CompressionPanel, trace)
+    cursor.set(0)
+    assert panel.readout.text() == (f"{len(committed)} compressions committed, {len(faulted)} faulted, "
+                                    "2 compress calls made no progress")
+    assert len(panel.dots.points()) == len(fig.compressions), "every call still has its dot"
+    assert "no progress, transcript unchanged" in describe(idle[0])
+    timeline = make(TimelinePanel, trace)
+    assert len(timeline.markers) == len(committed) + len(faulted), "no marker for a call that changed nothing"
+
+
 def test_diff_at_compress_compares_engine_input_and_output(shown, demo_trace: Trace) -> None:
     from inspector.ui.panels.diff import DiffPanel
 

@@ -1,8 +1,9 @@
 """Compression timeline: ``compression_count`` as a step plot on the request axis.
 
 Each compression is a dot at the step; hovering it gives the before/after token figures and
-clicking it jumps to the compress event. Faulted (discarded) compressions are red dots that do
-not step the count, which is exactly what Hermes does with them.
+clicking it jumps to the compress event. Faulted (discarded) compressions are red crosses and
+compress calls that made no progress are hollow dots: neither steps the count, which is exactly
+what Hermes does with them. The header counts what the replay summary counts: committed ones.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ def describe(c: Compression) -> str:
     u = c.unit
     if c.faulted:
         return f"compress at event {c.event}: FAULTED, discarded\nbefore {c.before_tokens:,} {u} in {c.before_messages} msgs"
+    if not c.committed:
+        return (f"compress at event {c.event}: no progress, transcript unchanged\n"
+                f"before {c.before_tokens:,} {u} in {c.before_messages} msgs")
     saved = c.before_tokens - c.after_tokens
     pct = (saved / c.before_tokens) if c.before_tokens else 0.0
     return (
@@ -97,11 +101,13 @@ class CompressionPanel(CompareAware, Panel):
         self._by_event = {c.event: c for c in fig.compressions}
         # the count only changes at compressions: draw its change points, not one vertex per request
         plots.set_xy(self.step, *step_points(fig.x, fig.compression_count))
+        hollow = pg.mkBrush(0, 0, 0, 0)
         spots = [
             {
                 "pos": (c.x, c.count_after),
                 "data": describe(c),
-                "brush": pg.mkBrush(theme.FAULT if c.faulted else theme.COMPRESS),
+                "brush": pg.mkBrush(theme.FAULT) if c.faulted else pg.mkBrush(theme.COMPRESS) if c.committed else hollow,
+                "pen": pg.mkPen("white" if c.faulted or c.committed else theme.COMPRESS, width=1),
                 "symbol": "x" if c.faulted else "o",
             }
             for c in fig.compressions
@@ -110,9 +116,11 @@ class CompressionPanel(CompareAware, Panel):
         top = max(1.0, float(fig.compression_count.max()) if fig.n else 1.0)
         self.plot.setYRange(-0.2, top + 0.6, padding=0)
         self.plot.setXRange(-0.5, fig.n - 0.5, padding=0.01)
-        n_ok = sum(1 for c in fig.compressions if not c.faulted)
-        n_bad = len(fig.compressions) - n_ok
-        self._summary = f"{n_ok} compressions" + (f", {n_bad} faulted" if n_bad else "")
+        n_ok = sum(1 for c in fig.compressions if c.committed)
+        n_bad = sum(1 for c in fig.compressions if c.faulted)
+        n_idle = len(fig.compressions) - n_ok - n_bad
+        self._summary = (f"{n_ok} compression{'s' * (n_ok != 1)} committed" + (f", {n_bad} faulted" if n_bad else "")
+                         + (f", {n_idle} compress call{'s' * (n_idle != 1)} made no progress" if n_idle else ""))
 
     def _render_compare(self) -> None:
         """compression_count of every run as a staircase in its colour, a dot per committed compression."""

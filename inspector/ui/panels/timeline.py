@@ -109,7 +109,7 @@ class TimelinePanel(CompareAware, Panel):
         plots.set_xy(self.threshold, *step_points(fig.x, fig.threshold))
         plots.set_xy(self.context, *step_points(fig.x, fig.context_length))
         top = float(np.nanmax([np.nanmax(fig.context_length) if fig.n else 0, 1.0]))
-        ok = [c.x for c in fig.compressions if not c.faulted]
+        ok = [c.x for c in fig.compressions if c.committed]
         bad = [c.x for c in fig.compressions if c.faulted]
         self.markers = plots.vertical_markers(self.plot, ok, theme.COMPRESS, y_span=(0, top))
         self.markers += plots.vertical_markers(self.plot, bad, theme.FAULT, y_span=(0, top))
