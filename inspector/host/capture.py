@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -78,8 +79,9 @@ class RunOutput:
         so a pass that outlives its timeout writes into a closed buffer, never a later event's.
         """
         stdout, stderr = sys.stdout, sys.stderr
+        root = logging.root
         if (type(stdout) is not _Tee and stdout is not None) or (type(stderr) is not _Tee and stderr is not None) \
-                or _ROUTER not in logging.root.handlers:
+                or root.level > LOG_LEVEL or len(root.handlers) != _TERMINAL["handlers"]:
             install()
         out = self._spare
         if out is None or pooled:
@@ -262,6 +264,32 @@ def _format(record: logging.LogRecord) -> str:
     return text + "\n"
 
 
+class _AsBefore(logging.Filter):
+    """On the root's other handlers: only records that would exist had the root not been lowered.
+
+    Lowering the root logger to INFO makes INFO records exist for recording; a handler someone
+    else put on the root (an engine's ``logging.basicConfig``) must still print only what it
+    printed before, so a record passes if its logger's level without the lowering lets it, or
+    the handler itself was given a level that takes it.
+    """
+
+    def __init__(self, handler: logging.Handler) -> None:
+        super().__init__()
+        self._handler = weakref.ref(handler)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        handler = self._handler()
+        if handler is not None and logging.NOTSET < handler.level <= record.levelno:
+            return True
+        logger = logging.Logger.manager.loggerDict.get(record.name)
+        while isinstance(logger, logging.Logger) and logger is not logging.root:
+            if logger.level:
+                return record.levelno >= logger.level
+            logger = logger.parent
+        return record.levelno >= _TERMINAL["level"]
+
+
+_TERMINAL = {"level": logging.WARNING, "handlers": -1}  # the root's level before lowering; handlers seen
 _ROUTER = _LogRouter(logging.NOTSET)
 _LOCK = threading.Lock()
 
@@ -281,4 +309,11 @@ def install() -> None:
         if _ROUTER not in root.handlers:
             root.addHandler(_ROUTER)
         if root.level > LOG_LEVEL:  # NOTSET (0) already lets every record through
+            _TERMINAL["level"] = root.level  # what the terminal showed: others' handlers keep to it
             root.setLevel(LOG_LEVEL)
+        elif LOG_LEVEL > root.level > logging.NOTSET:
+            _TERMINAL["level"] = root.level  # someone asked for more than INFO: they get it
+        for handler in root.handlers:
+            if handler is not _ROUTER and not any(isinstance(f, _AsBefore) for f in handler.filters):
+                handler.addFilter(_AsBefore(handler))
+        _TERMINAL["handlers"] = len(root.handlers)

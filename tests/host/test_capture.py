@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 from inspector.config import load_config
+from inspector.engines.contract import ContextEngine
 from inspector.engines.discovery import load_engine
 from inspector.host import capture
 from inspector.host.replay import replay
@@ -228,3 +229,31 @@ def test_log_records_no_handler_takes_are_printed_as_python_prints_them(monkeypa
     log.warning("shown as before")
     err = capsys.readouterr().err
     assert "shown as before\n" in err and "not shown" not in err
+
+
+def test_a_handler_an_engine_put_on_the_root_prints_only_what_it_printed_before(config, nocache, monkeypatch):
+    """An engine's ``basicConfig(level=WARNING)`` keeps its terminal at WARNING; INFO is still recorded."""
+    import io
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    monkeypatch.setattr(logging.root, "handlers", [handler])
+    monkeypatch.setattr(logging.root, "level", logging.WARNING)
+
+    class Chatty(ContextEngine):
+        name = "chatty"
+
+        def update_from_response(self, usage):
+            logging.getLogger("chatty").info("info for the trace only")
+            logging.getLogger("chatty").warning("a warning for both")
+
+        def should_compress(self, prompt_tokens=None):
+            return False
+
+        def compress(self, messages, **kw):
+            return messages
+
+    trace = replay(coding_session(1), Chatty(), config, simulator=nocache)
+    assert "info for the trace only" in outputs(trace, "update_from_response")[0]
+    printed = stream.getvalue()
+    assert "a warning for both" in printed and "info for the trace only" not in printed
