@@ -8,9 +8,11 @@ private folder holding a link to every entry of the real home (an engine still r
 ``~/.config`` or finds ``~/.bun``) except ``.hermes``, which links to the run's sandbox.
 
 ``os.path.expanduser`` (which ``Path.home()`` and ``Path.expanduser()`` call) answers with the
-mirror only in a context where a run is active (:func:`using`): plugin imports and hook calls,
-including the compress pool, which inherits the context. Everything else, the window
-included, sees the real home. Code that reads ``$HOME`` itself is not redirected.
+run's mirror in a context where a run is active (:func:`using`): hook calls, including the
+compress pool, which inherits the context. Plugin imports and threads an engine starts
+itself get the process's mirror, whose ``.hermes`` is the folder ``$HERMES_HOME`` names.
+The inspector's own code on the main thread, the window included, sees the real home. Code
+that reads ``$HOME`` itself is not redirected.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ MAX_LINKS = 2000  # a home with more entries than this has the rest missing from
 
 _real_expanduser = os.path.expanduser
 _user_home: contextvars.ContextVar[str | None] = contextvars.ContextVar("engine_user_home", default=None)
+_process_mirror: dict[str, str | None] = {"path": None}
 _installed = threading.Lock()
 _done = False
 
@@ -43,11 +46,18 @@ def real_expanduser(path: str | os.PathLike[str]) -> Path:
     return Path(_real_expanduser(os.fspath(path)))
 
 
-def make_mirror(hermes_home: Path) -> Path:
-    """A private folder standing in for the home folder, with ``.hermes`` → ``hermes_home``."""
+def make_mirror(hermes_home: Path | None = None) -> Path:
+    """A private folder standing in for the home folder.
+
+    Its ``.hermes`` is a real folder inside it (the sandbox: ``~/.hermes/..`` stays in the
+    mirror), or a link to ``hermes_home`` when the user chose a Hermes home of their own.
+    """
     mirror = Path(tempfile.mkdtemp(prefix="context-inspector-user-home-"))
     os.chmod(mirror, 0o700)
-    os.symlink(hermes_home, mirror / ".hermes", target_is_directory=True)
+    if hermes_home is None:
+        (mirror / ".hermes").mkdir(mode=0o700)
+    else:
+        os.symlink(hermes_home, mirror / ".hermes", target_is_directory=True)
     home = real_home()
     try:
         entries = sorted(os.listdir(home))[:MAX_LINKS]
@@ -63,10 +73,24 @@ def make_mirror(hermes_home: Path) -> Path:
     return mirror
 
 
+def set_process_mirror(mirror: Path) -> None:
+    """The home for engine code outside any run's context: threads an engine starts itself
+    (they do not inherit the run's context) and plugin imports, whose module-level paths are
+    shared by every run of the process, as the module is."""
+    _process_mirror["path"] = str(mirror)
+
+
+def process_mirror() -> Path | None:
+    path = _process_mirror["path"]
+    return Path(path) if path else None
+
+
 def _expanduser(path: Any) -> Any:
     mirror = _user_home.get()
     if mirror is None:
-        return _real_expanduser(path)
+        mirror = _process_mirror["path"]
+        if mirror is None or threading.current_thread() is threading.main_thread():
+            return _real_expanduser(path)  # the inspector's own code: the real home
     text = os.fspath(path)
     tilde, seps = ("~", ("/", os.sep)) if isinstance(text, str) else (b"~", (b"/", os.sep.encode()))
     if text == tilde:

@@ -79,9 +79,15 @@ def load_package(module_name: str, directory: Path, *, preload_siblings: bool) -
     (Hermes does this for directory engines so relative imports resolve); their errors are
     returned as warnings, not raised, as in Hermes.
     """
+    from inspector.engines.home_mirror import process_mirror, using
     from inspector.engines.sandbox import shield_real_home
 
     shield_real_home()  # before any plugin code runs
+    with using(process_mirror()):  # module-level ~ paths outlive any one run, as the module does
+        return _exec_package(module_name, directory, preload_siblings=preload_siblings)
+
+
+def _exec_package(module_name: str, directory: Path, *, preload_siblings: bool) -> tuple[types.ModuleType, list[str]]:
     init = directory / "__init__.py"
     existing = sys.modules.get(module_name)
     if existing is not None and _same_file(getattr(existing, "__file__", None), init):

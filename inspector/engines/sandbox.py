@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,9 +44,12 @@ def shield_real_home() -> Path:
     """
     global _SHIELD
     if _SHIELD is None or not _SHIELD.is_dir():
-        _SHIELD = Path(tempfile.mkdtemp(prefix="context-inspector-env-home-"))
-        os.chmod(_SHIELD, 0o700)
-        _LIVE.add(_SHIELD)
+        from inspector.engines.home_mirror import make_mirror, set_process_mirror
+
+        mirror = make_mirror()  # ~ for engine code outside a run: its .hermes is this folder
+        _LIVE.add(mirror)
+        _SHIELD = mirror / ".hermes"
+        set_process_mirror(mirror)
     os.environ["HERMES_HOME"] = str(_SHIELD)
     return _SHIELD
 
@@ -65,12 +67,12 @@ class Sandbox:
 
     def cleanup(self) -> None:
         """Delete a temporary sandbox; a real home given by the user is never deleted."""
-        if self.user_home is not None:
-            shutil.rmtree(self.user_home, ignore_errors=True)  # links only: their targets stay
-            _LIVE.discard(self.user_home)
         if self.temporary:
             shutil.rmtree(self.path, ignore_errors=True)
             _LIVE.discard(self.path)
+        if self.user_home is not None:
+            shutil.rmtree(self.user_home, ignore_errors=True)  # links only besides the sandbox: targets stay
+            _LIVE.discard(self.user_home)
 
     def __enter__(self) -> Sandbox:
         return self
@@ -79,30 +81,22 @@ class Sandbox:
         self.cleanup()
 
 
-def create_sandbox(config: dict[str, Any], *, real_home: str | Path | None = None, prefix: str = "context-inspector-home-") -> Sandbox:
+def create_sandbox(config: dict[str, Any], *, real_home: str | Path | None = None) -> Sandbox:
     """A temp HERMES_HOME with ``config.yaml`` = ``config``; or ``real_home`` when asked for."""
+    from inspector.engines.home_mirror import make_mirror, real_expanduser
+
     if real_home is not None:
-        path = Path(real_home).expanduser()
+        path = real_expanduser(real_home)
         path.mkdir(parents=True, exist_ok=True)
-        return Sandbox(path=path, temporary=False, baseline=_snapshot(path), user_home=_mirror(path))
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    _LIVE.add(path)
-    os.chmod(path, 0o700)  # the config may hold an API key
-    text = yaml.safe_dump(_plain(config), sort_keys=False, allow_unicode=True)
-    (path / CONFIG_NAME).write_text(text, encoding="utf-8")
-    return Sandbox(path=path, temporary=True, baseline=_snapshot(path), user_home=_mirror(path))
-
-
-def _mirror(hermes_home: Path) -> Path | None:
-    """The engine's ``~`` for this sandbox; None (the real home) where links cannot be made."""
-    from inspector.engines.home_mirror import make_mirror
-
-    try:
-        mirror = make_mirror(hermes_home)
-    except OSError:
-        return None
+        mirror = make_mirror(path)
+        _LIVE.add(mirror)
+        return Sandbox(path=path, temporary=False, baseline=_snapshot(path), user_home=mirror)
+    mirror = make_mirror()  # the sandbox is the mirror's .hermes, so ~/.hermes/.. stays private too
     _LIVE.add(mirror)
-    return mirror
+    path = mirror / ".hermes"
+    text = yaml.safe_dump(_plain(config), sort_keys=False, allow_unicode=True)
+    (path / CONFIG_NAME).write_text(text, encoding="utf-8")  # may hold an API key: the folder is 0700
+    return Sandbox(path=path, temporary=True, baseline=_snapshot(path), user_home=mirror)
 
 
 def list_written_files(sandbox: Sandbox) -> list[tuple[str, int]]:

@@ -82,33 +82,44 @@ def test_an_engine_resolving_hermes_home_itself_never_reaches_the_real_one(tmp_p
 
 TILDE_BASE = """
 import os
+import threading
 from pathlib import Path
 
-_DB = os.path.expanduser("~/.hermes/state/{name}.db")  # resolved when the plugin is imported
+_DB = os.path.expanduser("~/.hermes/state/{name}.db")  # resolved once, when the plugin is imported
 """ + BASE
 
 
-def test_an_engine_building_hermes_paths_from_the_home_folder_writes_into_its_sandbox(tmp_path: Path) -> None:
+def test_an_engine_building_hermes_paths_from_the_home_folder_never_reaches_the_real_one(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".tool").mkdir(parents=True)
     (home / ".tool" / "config.json").write_text('{"seen": true}')
     root = plugin(tmp_path / "plugins", "tilde", '''
     def on_session_start(self, session_id, **kwargs):
         os.makedirs(os.path.dirname(_DB), exist_ok=True)
-        Path(_DB).write_text("rows")
+        Path(_DB).write_text("rows")  # the process's folder, as the module outlives the run
         read = (Path.home() / ".tool" / "config.json").read_text()  # the rest of the home is the real one
         (Path.home() / ".hermes" / "read.txt").write_text(read)
         Path("~/.hermes/notes.txt").expanduser().write_text("n")
+        Path("~/.hermes/../beside.txt").expanduser().write_text("b")  # still inside the private home
+
+        def worker():  # a thread the engine starts does not inherit the run's context
+            (Path.home() / ".hermes" / "thread.txt").write_text("t")
+
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
     ''', base=TILDE_BASE)
     out = tmp_path / "trace.json"
     done = cli(["replay", str(session(tmp_path)), "--engine", "tilde", "--plugin-dir", str(root), "--quiet",
                 "--out", str(out)], tmp_path, home)
     assert done.returncode == 0, done.stderr
     written = dict(json.loads(out.read_text())["meta"]["engine_files"])
-    assert written == {"state/tilde.db": 4, "read.txt": len('{"seen": true}'), "notes.txt": 1}
+    assert written == {"read.txt": len('{"seen": true}'), "notes.txt": 1}  # the run's own sandbox
     assert not (home / ".hermes").exists(), "the user's ~/.hermes was written"
+    assert not (home / "beside.txt").exists() and not (tmp_path / "beside.txt").exists()
     assert (home / ".tool" / "config.json").read_text() == '{"seen": true}'
     assert not list(tmp_path.glob("context-inspector-*")), "every private folder is removed at exit"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "plugins", "session.json", "trace.json"]
 
 
 def test_what_an_engine_prints_goes_to_stderr_and_json_stays_valid(tmp_path: Path) -> None:

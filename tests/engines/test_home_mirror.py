@@ -34,12 +34,15 @@ def test_inside_a_run_the_home_is_the_mirror_and_hermes_is_the_sandbox(tmp_path,
     assert (home / ".config" / "tool.toml").exists() and (home / ".hermes").is_dir()
 
 
-def test_other_threads_keep_the_real_home_while_a_run_is_active(tmp_path, monkeypatch):
+def test_threads_outside_a_run_get_the_process_mirror_and_the_main_thread_the_real_home(tmp_path, monkeypatch):
+    """A thread an engine starts does not inherit the run's context; it must still not see the real home."""
     monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setitem(home_mirror._process_mirror, "path", str(tmp_path / "process-mirror"))
     seen = {}
-    with home_mirror.using(tmp_path / "mirror"):
+    with home_mirror.using(tmp_path / "run-mirror"):
         t = threading.Thread(target=lambda: seen.update(home=Path.home()))
         t.start()
         t.join()
-        assert Path.home() == tmp_path / "mirror"
-    assert seen["home"] == tmp_path
+        assert Path.home() == tmp_path / "run-mirror"
+    assert seen["home"] == tmp_path / "process-mirror"
+    assert Path.home() == tmp_path  # the inspector's own code on the main thread
