@@ -25,8 +25,8 @@ from inspector.engines.compat.plugins import PluginContext, PluginManager, Plugi
 
 DIRECTORY_PACKAGE = "plugins.context_engine"
 # Hooks the host calls on every engine (the abstract ones plus what the base class supplies).
-ENGINE_HOOKS = ("update_from_response", "should_compress", "compress", "update_model", "on_session_start",
-                "on_session_end", "get_tool_schemas")
+# The hooks Hermes calls without checking they exist (on_session_start/end are looked up first).
+ENGINE_HOOKS = ("update_from_response", "should_compress", "compress", "update_model", "get_tool_schemas")
 GENERAL_PACKAGE = "hermes_plugins"
 
 
@@ -173,7 +173,7 @@ def load_directory_engine(name: str, directory: Path, manifest: PluginManifest, 
                     missing = [h for h in ENGINE_HOOKS if not callable(getattr(offered, h, None))]
                     warnings.append(
                         f"register(ctx) registered a {type(offered).__name__}, which is not a ContextEngine; Hermes "
-                        "uses it anyway" + (f", and a replay stops at its first missing hook ({', '.join(missing)})"
+                        "uses it anyway" + (f", and fails at its first missing hook ({', '.join(missing)})"
                                             if missing else ""))
                 return Produced(offered, "register(ctx)", warnings, ctx, module_name)
     bases = engine_bases()

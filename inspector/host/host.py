@@ -830,6 +830,12 @@ class Host:
             self.fault("host_error", why)
             self.trace.meta["stopped"] = why  # the run did not happen: callers report it as not completed
             return False
+        if not self._optional_hook("get_tool_schemas"):
+            why = ("the engine has no get_tool_schemas(), which Hermes calls unchecked while building the agent; "
+                   "Hermes cannot start an agent with this engine, so the replay stops here.")
+            self.fault("host_error", why)
+            self.trace.meta["stopped"] = why
+            return False
         ev, out = self._call(EV_TOOL_SCHEMAS, engine.get_tool_schemas)
         self._inject_tools(ev, out)
         if self._optional_hook("on_session_start"):
@@ -881,6 +887,8 @@ class Host:
     @_in_run
     def end(self) -> Trace:
         self.turn = self.turn if self.turn >= 0 else -1
+        if self.trace.meta.get("stopped"):  # no agent was built: there is no session to end
+            return self.trace.finish()
         self._fire_plugin_hook("on_session_end", session_id=self.session_id, completed=True, interrupted=False,
                                model=self.settings.model, platform=self.settings.platform)
         if self._optional_hook("on_session_end"):

@@ -282,6 +282,29 @@ def test_an_engine_whose_update_model_raises_stops_the_replay_as_hermes_cannot_s
     trace = replay(coding_session(2), OldSignature(), config, simulator=nocache)
     assert not trace.requests
     assert "update_model raised at agent start" in trace.meta["stopped"] and "api_mode" in trace.meta["stopped"]
+    assert not [e for e in trace.events if e.kind == EV_SESSION_END], "no agent, so no session to end"
+
+
+def test_an_engine_without_get_tool_schemas_stops_as_hermes_cannot_build_the_agent(config, nocache):
+    class NoSchemas:  # duck-typed: Hermes calls get_tool_schemas without checking for it
+        name = "no-schemas"
+        threshold_tokens, context_length, compression_count = 10**9, 64000, 0
+        last_prompt_tokens = last_completion_tokens = last_total_tokens = 0
+
+        def update_model(self, model, context_length, **kw):
+            self.context_length = context_length
+
+        def update_from_response(self, usage):
+            pass
+
+        def should_compress(self, prompt_tokens=None):
+            return False
+
+        def compress(self, messages, **kw):
+            return messages
+
+    trace = replay(coding_session(1), NoSchemas(), config, simulator=nocache)
+    assert not trace.requests and "no get_tool_schemas()" in trace.meta["stopped"]
 
 
 def test_a_hook_whose_signature_refuses_the_call_is_located_at_its_definition(config, nocache):
