@@ -8,11 +8,14 @@ figures beside them), so a running Hermes session can be watched from a terminal
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
 import threading
 from typing import Any, TextIO
 
 from inspector.config import add_config_arguments
+from inspector.engines.stdout_guard import stdout_to_stderr
 
 HELP = "Follow a session another program is writing (Hermes state.db[#id] or a growing JSONL) and replay new turns"
 
@@ -60,8 +63,6 @@ def turn_line(trace: Any, turn: int) -> str:
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from inspector.config import command_config
-    from inspector.engines.discovery import EngineLoadError, load_engine
-    from inspector.live.follow import Follower
     from inspector.outputs import output_problem
 
     out = out or sys.stdout
@@ -75,6 +76,28 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if problem:
         print(f"error: --out {args.out}: {problem}", file=sys.stderr)
         return 2
+    turn_out = _own_stream(out)  # the per-turn rows stay on stdout; what engines print goes to stderr
+    try:
+        with stdout_to_stderr():
+            return _follow(args, config, turn_out)
+    finally:
+        if turn_out is not out:
+            turn_out.close()
+
+
+def _own_stream(out: TextIO) -> TextIO:
+    """``out`` on a descriptor of its own, so it still reaches stdout once fd 1 points at stderr."""
+    try:
+        fd = os.dup(out.fileno())
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return out  # not a real file (a test's capture): redirecting sys.stdout leaves it alone
+    return os.fdopen(fd, "w", buffering=1, encoding=getattr(out, "encoding", None) or "utf-8", closefd=True)
+
+
+def _follow(args: argparse.Namespace, config: dict[str, Any], out: TextIO) -> int:
+    from inspector.engines.discovery import EngineLoadError, load_engine
+    from inspector.live.follow import Follower
+
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     try:
         loaded = load_engine(args.engine, config, plugin_dirs=plugin_dirs)

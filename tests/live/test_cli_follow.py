@@ -68,3 +68,20 @@ def test_help_names_session_id_first_and_session_as_its_alias(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "--session-id SESSION_ID, --session SESSION_ID" in text and "--session is an alias" in text
     assert "--set KEY=VALUE" in text
+
+
+def test_what_the_engine_prints_goes_to_stderr_and_stdout_holds_only_the_turn_rows(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    plugins = root / "tests" / "plugins_fixtures" / "basic"
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-m", "inspector.cli", "follow", str(_transcript(tmp_path)),
+                           "--plugin-dir", str(plugins), "--engine", "fixture_chatty", "--interval", "0.05",
+                           "--settle", "0", "--max-seconds", "1"], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "usage: " in done.stderr and "usage: " not in done.stdout  # fixture_chatty prints in update_from_response
+    assert done.stdout.strip() and all(line.startswith("turn") for line in done.stdout.splitlines())
