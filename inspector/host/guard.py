@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextvars
 import ctypes
+import functools
 import itertools
+import os
 import queue
 import signal
 import sys
@@ -26,7 +28,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
-from inspector.trace.model import Fault
+from inspector.trace.model import Fault, traceback_frames
 
 
 class HookTimeout(BaseException):
@@ -200,10 +202,55 @@ def call_inline(fn: Callable[..., Any], *args: Any, timeout: float | None = None
         return CallOutcome(fault=Fault("timeout", _overrun(timeout, took), where), duration=took,
                            thread=threading.current_thread().name)
     except (Exception, SystemExit) as exc:  # engine code: anything can happen, sys.exit() included
-        fault = exception_fault(exc)
-        if fault.where_is_engine_code() is False:
-            fault.traceback = (fault.traceback or "") + _defined_at(fn)
+        fault = locate_in_engine(exception_fault(exc), fn)
         return CallOutcome(fault=fault, duration=time.perf_counter() - start, thread=threading.current_thread().name)
+
+
+def locate_in_engine(fault: Fault, fn: Callable[..., Any]) -> Fault:
+    """Make :attr:`Fault.where` name the engine's own line where the traceback alone would not.
+
+    The innermost frame of a traceback may be a library the engine called, the stand-in base
+    class, or (for a call the hook's signature refuses) the host itself. The author's line is
+    the innermost frame in the engine's own package, or else the hook's definition; either is
+    added to the traceback as the last frame, which is what ``where`` names.
+    """
+    frames = traceback_frames(fault.traceback)
+    package = _engine_dir(fn)
+    own = [f for f in frames if package and f[0].startswith(package)] if frames else []
+    if own and frames[-1] != own[-1]:
+        path, line, name = own[-1]
+        fault.traceback += f"The engine's own innermost line:\n  File \"{path}\", line {line}, in {name}\n"
+    elif not own and fault.where_is_engine_code() is not True:
+        fault.traceback = (fault.traceback or "") + _defined_at(fn)
+    return fault
+
+
+def _hook_code(fn: Any) -> Any:
+    """The code object a hook runs: methods, functions, ``functools.partial``, callable objects."""
+    for _ in range(4):
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+            continue
+        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+        if code is not None:
+            return code
+        if not callable(fn) or isinstance(fn, type):
+            return None
+        fn = type(fn).__call__  # a callable object: its class's __call__
+    return None
+
+
+def _engine_dir(fn: Any) -> str | None:
+    """The folder of the engine's own code: its class's module (a subclass may run inherited code)."""
+    owner = getattr(fn, "__self__", None)
+    module = sys.modules.get(type(owner).__module__) if owner is not None else None
+    path = getattr(module, "__file__", None)
+    if path is None:
+        code = _hook_code(fn)
+        path = code.co_filename if code is not None else None
+    if not path or "/inspector/" in path.replace("\\", "/"):
+        return None  # the inspector's own engines are located by the traceback as it is
+    return os.path.dirname(os.path.abspath(path)) + os.sep
 
 
 def _defined_at(fn: Callable[..., Any]) -> str:
@@ -212,7 +259,7 @@ def _defined_at(fn: Callable[..., Any]) -> str:
     A call the hook's signature refuses (a missing keyword, say) raises in the caller, so the
     traceback holds no engine frame; the hook's own definition is the line the author must change.
     """
-    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    code = _hook_code(fn)
     if code is None:
         return ""
     return (f"The hook is defined here:\n  File \"{code.co_filename}\", line {code.co_firstlineno}, "

@@ -27,7 +27,7 @@ from inspector.engines.contract import ContextEngine, engine_overrides_hook
 from inspector.engines.loading import window_for
 from inspector.engines.run_context import RunContext, offline_stand_in_for, running
 from inspector.host import capture
-from inspector.host.guard import CallOutcome, call_inline, call_on_pool
+from inspector.host.guard import CallOutcome, call_inline, call_on_pool, locate_in_engine
 from inspector.host.responders import ProviderResponse, Responder
 from inspector.host.shaping import (
     VALID_ROLES,
@@ -572,6 +572,8 @@ class Host:
         try:
             if on_pool:
                 outcome = call_on_pool(self._output.job(lambda: fn(*args, **kwargs)), timeout)
+                if outcome.fault is not None and outcome.fault.kind == "exception":
+                    locate_in_engine(outcome.fault, fn)
             elif self._timeouts and self._timeouts.get(kind, 0) >= HOOK_TIMEOUTS_BEFORE_SKIP:
                 outcome = CallOutcome(fault=Fault("timeout", f"not called: {kind} already ran past its timeout "
                                                   f"{HOOK_TIMEOUTS_BEFORE_SKIP} times; treated as timed out from here "

@@ -185,6 +185,19 @@ _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$', re.M)
 _NOT_ENGINE_CODE = ("/inspector/host/", "/inspector/llm/", "/inspector/engines/compat/", "/lib/python3", "<frozen ")
 
 
+def traceback_frames(text: str | None) -> list[tuple[str, str, str]]:
+    """``(file, line, function)`` of every frame a formatted traceback names, outermost first."""
+    return _FRAME.findall(text or "")
+
+
+def _not_engine_code(path: str) -> bool:
+    """Host machinery, a stand-in, or the standard library (an installed package may be the engine)."""
+    path = path.replace("\\", "/")
+    if not any(part in path for part in _NOT_ENGINE_CODE):
+        return False
+    return "-packages/" not in path or "/inspector/" in path
+
+
 @dataclass(slots=True)
 class Fault:
     """Something an engine (or the host around it) did wrong, recorded as data."""
@@ -195,9 +208,8 @@ class Fault:
 
     def _frames(self) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
         """(every frame of the traceback, the frames that are not host machinery or the stdlib)."""
-        frames = _FRAME.findall(self.traceback or "")
-        own = [f for f in frames if not any(part in f[0].replace("\\", "/") for part in _NOT_ENGINE_CODE)]
-        return frames, own
+        frames = traceback_frames(self.traceback)
+        return frames, [f for f in frames if not _not_engine_code(f[0])]
 
     @property
     def where(self) -> str | None:

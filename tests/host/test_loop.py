@@ -320,6 +320,40 @@ def test_a_hook_whose_signature_refuses_the_call_is_located_at_its_definition(co
     assert faults and all(f.where == f"{__file__}:{line} in update_from_response" for f in faults)
 
 
+def test_faults_name_the_engines_own_line_whatever_the_hook_is_or_calls(config, nocache):
+    """A compress on the pool refusing its call, a functools.partial hook, and an error inside an
+    installed library the hook called: each fault names the line in the engine the author edits."""
+    import functools
+    import inspect
+
+    import yaml
+
+    class Odd(CountingEngine):
+        def __init__(self):
+            super().__init__()
+            self.update_from_response = functools.partial(self._record, "tag")
+
+        def _record(self, tag):  # the partial leaves no room for the usage Hermes passes
+            pass
+
+        def should_compress(self, prompt_tokens=None):
+            return True
+
+        def compress(self):  # Hermes passes the messages
+            return []
+
+        def on_session_start(self, session_id, **kw):
+            yaml.safe_load("a: [")  # raises deep inside an installed package
+
+    trace = replay(coding_session(1), Odd(), config, simulator=nocache)
+    where = {trace.events[i].kind: trace.events[i].fault.where for i in trace.fault_events}
+    line = {name: inspect.getsourcelines(getattr(Odd, name))[1] for name in ("_record", "compress")}
+    assert where["update_from_response"] == f"{__file__}:{line['_record']} in _record"
+    assert where["compress"] == f"{__file__}:{line['compress']} in compress"
+    start = inspect.getsourcelines(Odd.on_session_start)[1]
+    assert where["on_session_start"] == f"{__file__}:{start + 1} in on_session_start"
+
+
 def test_the_provider_rejects_past_the_models_window_not_the_engines_belief(config, nocache):
     class BelievesBigger(CountingEngine):
         def update_model(self, *a, **kw):
