@@ -119,8 +119,12 @@ def _follow(args: argparse.Namespace, config: dict[str, Any], out: TextIO) -> in
     def on_error(message: str | None) -> None:
         if message is None:
             print("the source is readable again", file=sys.stderr, flush=True)
+        elif follower.refused:
+            print(f"error: {message}", file=sys.stderr, flush=True)
         elif follower.played:
             print(f"warning: cannot read {args.source}: {message} (still polling)", file=sys.stderr, flush=True)
+        else:  # nothing played yet: say what it waits for (each different reason once)
+            print(f"waiting: cannot read {args.source}: {message} (still polling)", file=sys.stderr, flush=True)
 
     stop = threading.Event()
     try:
@@ -138,6 +142,8 @@ def _follow(args: argparse.Namespace, config: dict[str, Any], out: TextIO) -> in
                 print(f"trace written: {args.out}", file=sys.stderr)
             except OSError as exc:
                 print(f"error: {args.out}: cannot write the trace: {exc.strerror or exc}", file=sys.stderr)
+    if follower.refused:
+        return 2  # said as it happened
     if follower.last_error:
         ended = "error" if not follower.played else f"replayed {follower.played} turn(s), then the source broke"
         print(f"{ended}: {follower.last_error}", file=sys.stderr)

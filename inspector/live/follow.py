@@ -157,6 +157,7 @@ class Follower:
         self.polls = 0
         self.last_error: str | None = None
         self.error_changed = False  # set when last_error changes; run() reports and clears it
+        self.refused = False  # the host would not start with this engine
         self._played: list[_Played] = []  # one per source turn the replay holds
         self._markers_done = 0
         self._stat: tuple[Any, ...] | None = None
@@ -271,7 +272,9 @@ class Follower:
         if session is None or not session.turns:
             return 0
         if not self._ensure_host(session):
-            self.last_error = "the engine refused to start (context length below Hermes' minimum?); see the trace"
+            stopped = self.host.trace.meta.get("stopped") if self.host is not None else None
+            self._set_error(str(stopped or "the engine refused to start; see the trace"))
+            self.refused = True  # Hermes builds no agent with this engine: nothing more to follow
             return 0
         turns = session.turns
         calls = {c.message_index: c for c in session.api_calls}
@@ -393,6 +396,8 @@ class Follower:
                 self.error_changed = False
                 if on_error is not None:
                     on_error(self.last_error)
+            if self.refused:
+                break
             if added and on_update is not None:
                 snap = self.snapshot()
                 if snap is not None:

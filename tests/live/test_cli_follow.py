@@ -85,3 +85,31 @@ def test_what_the_engine_prints_goes_to_stderr_and_stdout_holds_only_the_turn_ro
     assert done.returncode == 0, done.stderr
     assert "usage: " in done.stderr and "usage: " not in done.stdout  # fixture_chatty prints in update_from_response
     assert done.stdout.strip() and all(line.startswith("turn") for line in done.stdout.splitlines())
+
+
+def test_an_engine_hermes_cannot_start_ends_the_follow_at_once_saying_why(tmp_path, capsys):
+    import time
+
+    folder = tmp_path / "plugins" / "context_engine" / "bad_start"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(
+        "from agent.context_engine import ContextEngine\n\n\n"
+        "class BadStart(ContextEngine):\n"
+        "    name = 'bad_start'\n\n"
+        "    def update_model(self, model, context_length, **kwargs):\n"
+        "        raise RuntimeError('no such model here')\n\n"
+        "    def update_from_response(self, usage):\n        pass\n\n"
+        "    def should_compress(self, prompt_tokens=None):\n        return False\n\n"
+        "    def compress(self, messages, **kwargs):\n        return messages\n", encoding="utf-8")
+    started = time.monotonic()
+    code = main(["follow", str(_transcript(tmp_path)), "--plugin-dir", str(tmp_path / "plugins"), "--engine",
+                 "bad_start", "--interval", "0.05", "--settle", "0", "--max-seconds", "30"])
+    assert code == 2 and time.monotonic() - started < 20
+    err = capsys.readouterr().err
+    assert "update_model raised at agent start" in err and "no such model here" in err
+
+
+def test_while_nothing_was_played_a_source_that_cannot_be_read_is_said_once(tmp_path, capsys):
+    code = main(["follow", str(_two_session_db(tmp_path)), "--session-id", "nope", *FOLLOW_BRIEFLY])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("waiting: cannot read") == 1 and "nope" in err
