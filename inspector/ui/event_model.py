@@ -358,7 +358,9 @@ class EventTreeModel(QAbstractItemModel):
             lines = ev.output.rstrip("\n").splitlines()
             parts.append("engine output" + (f" (last {TOOLTIP_OUTPUT_LINES} of {len(lines)} lines)"
                                             if len(lines) > TOOLTIP_OUTPUT_LINES else "") + ":")
-            parts.append("\n".join(lines[-TOOLTIP_OUTPUT_LINES:]))
+            # Each line shortened, so the tooltip's own limit never cuts off the last ones.
+            parts.append("\n".join(line if len(line) <= 160 else line[:160] + " …"
+                                   for line in lines[-TOOLTIP_OUTPUT_LINES:]))
         mark = self._marked.get(k)
         if mark is not None:
             parts.append(f"bookmark: {mark.label}\n{mark.note}".rstrip())

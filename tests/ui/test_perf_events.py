@@ -139,6 +139,16 @@ def test_cells_say_what_the_trace_says(faulty_trace: Trace) -> None:
     assert any(ev.output is not None and ev.fault is not None for ev in faulty_trace.events)
 
 
+def test_a_tooltip_keeps_the_last_lines_of_output_however_long_each_is() -> None:
+    trace = build_trace(8, faults=False, seed=5)
+    ev = next(e for e in trace.events if e.kind == tm.EV_RESPONSE)
+    ev.output = "x" * 4000 + "\n… 123 more characters dropped (this event's limit)\n"
+    model = EventTreeModel()
+    model.set_trace(trace)
+    tip = model.data(model.index_for_event(ev.index), Qt.ItemDataRole.ToolTipRole)
+    assert "123 more characters dropped" in tip
+
+
 def test_bookmarks_show_on_cached_rows(window) -> None:
     trace = build_trace(20, seed=11)
     window.set_trace(trace)
