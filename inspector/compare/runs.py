@@ -7,18 +7,20 @@ process-global state, then replays the runs in worker threads. Each run gets its
 simulator (the cache is state carried across requests) while runs with the same tokenizer share
 one token counter (counts are pure functions of the text, so sharing only saves work).
 
-One run failing — an engine that does not load, a replay that crashes — is recorded on that
-run and never costs the others their results.
+One run failing — an engine that does not load, a replay that crashes, a hook blocked for good
+in a call nothing can interrupt — is recorded on that run and never costs the others their
+results. Replays run on daemon threads: a run abandoned inside a stuck hook is left behind and
+does not keep the process alive.
 """
 
 from __future__ import annotations
 
+import queue
 import re
 import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,7 @@ from inspector.trace.model import Trace
 
 if TYPE_CHECKING:
     from inspector.compare.align import Alignment
+    from inspector.host.replay import StuckWatch
 
 # progress(label, turns done, turns total); called from worker threads.
 ProgressFn = Callable[[str, int, int], None]
@@ -39,6 +42,7 @@ STATUS_LOAD_FAILED = "load_failed"
 STATUS_CRASHED = "crashed"
 STATUS_CANCELLED = "cancelled"
 STATUS_REFUSED = "refused"  # the host would not start an agent with this engine (trace kept)
+STATUS_ABANDONED = "abandoned"  # a hook never returned; the partial trace ends with its timeout fault
 
 # "key=value" pieces are separated by commas; a comma only separates when a new key follows,
 # so a value may itself contain commas (``a.b=[1, 2]``).
@@ -276,15 +280,18 @@ def run_comparison(
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
     max_workers: int = 4,
+    abandon_grace: float | None = None,
 ) -> Comparison:
     """Replay ``session`` once per spec and collect the runs into a :class:`Comparison`.
 
     Engines load sequentially here (plugin import is global state); replays then run in up to
     ``max_workers`` threads, each inside its engine's own compat context. Labels are made unique
-    first. ``cancel`` stops every replay at its next turn; the partial traces are kept.
+    first. ``cancel`` stops every replay at its next turn; the partial traces are kept. A run
+    whose hook is still blocked ``abandon_grace`` seconds past its timeout is abandoned.
     """
     from inspector.engines.discovery import load_engine
-    from inspector.host.replay import ReplayCancelled, make_counter, replay
+    from inspector.host.guard import ABANDON_GRACE, HookAbandoned
+    from inspector.host.replay import ReplayCancelled, StuckWatch, make_counter, replay
 
     if not specs:
         raise ValueError("a comparison needs at least one run")
@@ -325,8 +332,11 @@ def run_comparison(
                 loaded[i] = None
                 continue
 
+    watches = {i: StuckWatch() for i in range(len(specs))}
+
     def work(i: int) -> None:
-        res, eng = results[i], loaded[i]
+        res, eng, watch = results[i], loaded[i], watches[i]
+        watch.attach()
         cfg = res.config or base_config
         report = (lambda done, total, _label=res.label: progress(_label, done, total)) if progress else None
         started = time.perf_counter()
@@ -335,32 +345,69 @@ def run_comparison(
             if callable(activate):
                 with activate():
                     trace = replay(session, eng, cfg, counter=counters[_tokenizer_of(cfg)], progress=report,
-                                   cancel=cancel, label=res.label)
+                                   cancel=cancel, label=res.label, watch=watch)
             else:
                 trace = replay(session, eng, cfg, counter=counters[_tokenizer_of(cfg)], progress=report,
-                               cancel=cancel, label=res.label)
+                               cancel=cancel, label=res.label, watch=watch)
             res.trace = _stamp(trace, res)
             if trace.meta.get("stopped"):
                 res.status, res.error = STATUS_REFUSED, f"the host refused to start: {trace.meta['stopped']}"
         except ReplayCancelled as exc:
             res.trace = _stamp(exc.trace, res)
             res.status, res.error = STATUS_CANCELLED, "cancelled by the user (partial trace kept)"
+        except HookAbandoned:
+            return  # the run was given up on; its result is already recorded and the engine is left alone
         except Exception as exc:
             res.status = STATUS_CRASHED
             res.error = f"replay crashed: {type(exc).__name__}: {exc}"
             res.details = _format_exc(exc)
-        finally:
+        if not watch.abandoned:
             res.seconds = time.perf_counter() - started
             _close(eng)
 
     todo = [i for i, eng in enumerate(loaded) if eng is not None]
-    if todo:
-        workers = max(1, min(max_workers, len(todo)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compare-run") as pool:
-            for fut in [pool.submit(work, i) for i in todo]:
-                fut.result()  # work() records its own errors; this only propagates BaseException
+    _run_all(todo, work, watches, results, max(1, min(max_workers, len(todo) or 1)),
+             ABANDON_GRACE if abandon_grace is None else abandon_grace)
     return Comparison(runs=results, session=session_info(session),
                       meta={"specs": [s.public_json() for s in specs], "plugin_dirs": [str(d) for d in plugin_dirs]})
+
+
+def _run_all(todo: list[int], work: Callable[[int], None], watches: dict[int, StuckWatch], results: list[RunResult],
+             workers: int, grace: float) -> None:
+    """Run ``work(i)`` for each index on at most ``workers`` daemon threads; abandon the stuck ones.
+
+    ``ThreadPoolExecutor`` joins its workers at exit, so one hook blocked for good would keep
+    the process alive after the report; here such a run is recorded as abandoned, its thread
+    left behind, and the next run takes its place.
+    """
+    pending = list(todo)
+    running: dict[int, float] = {}  # run index -> when it started
+    finished: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+    def body(i: int) -> None:
+        try:
+            work(i)
+        finally:
+            finished.put(i)
+
+    while pending or running:
+        while pending and len(running) < workers:
+            i = pending.pop(0)
+            running[i] = time.perf_counter()
+            threading.Thread(target=body, args=(i,), name=f"compare-run_{i}", daemon=True).start()
+        try:
+            running.pop(finished.get(timeout=0.1), None)
+        except queue.Empty:
+            pass
+        for i, started in list(running.items()):
+            watch = watches[i]
+            if watch.abandon_if_stuck(grace):
+                res = results[i]
+                res.status, res.error = STATUS_ABANDONED, f"abandoned with a hook stuck: {watch.stuck.message()}"
+                res.details = watch.stuck.stack or ""
+                res.trace = _stamp(watch.trace, res) if watch.trace is not None else None
+                res.seconds = time.perf_counter() - started
+                del running[i]
 
 
 def _stamp(trace: Trace, res: RunResult) -> Trace:

@@ -5,8 +5,11 @@ every other hook runs inline. The inspector does the same, and adds a watchdog f
 so an engine stuck in a Python loop is interrupted (recorded as a timeout fault) instead of
 freezing a replay. A hook blocked inside a system call (a sleep, a socket read, a lock) only
 sees the interrupt when the call returns; on the main thread (the headless commands) the
-watchdog also sends it a signal, which ends the wait. On a worker thread (the window) nothing
-in Python can end it; the window stays responsive and Cancel abandons the replay.
+watchdog also sends it a signal, which ends the wait. On a worker thread (``compare``, the
+window) nothing in Python can end it: the thread waiting for the worker asks
+:func:`stuck_hooks` which hooks are still blocked well past their deadline and gives up on the
+run with :func:`abandon_hook`; should the hook ever return, :class:`HookAbandoned` unwinds that
+thread before anything more is recorded.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -36,6 +39,30 @@ class HookTimeout(BaseException):
 
     A BaseException so an engine's ``except Exception`` cannot swallow it.
     """
+
+
+class HookAbandoned(BaseException):
+    """Raised on a worker thread when a hook its run was abandoned in finally returns.
+
+    The run's trace already belongs to whoever abandoned it; unwinding (past the host's own
+    ``except Exception``) is what keeps the late hook's effects out of it.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class StuckHook:
+    """A hook that ran past its deadline and has not returned since the watchdog fired."""
+
+    thread: int
+    hook: str  # the hook's name (``update_from_response``)
+    timeout: float
+    overdue: float  # seconds since the deadline
+    stack: str | None  # where it was at the deadline
+    token: int
+
+    def message(self) -> str:
+        return (f"{self.hook} ran past {self.timeout:g} s and was still blocked {self.overdue:.1f} s later, in a call "
+                "the watchdog cannot interrupt; the run was abandoned there")
 
 
 @dataclass(slots=True)
@@ -73,9 +100,11 @@ class Watchdog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._active: dict[int, tuple[float, int]] = {}  # thread id -> (deadline (monotonic), token)
+        # thread id -> (deadline (monotonic), token, hook, timeout)
+        self._active: dict[int, tuple[float, int, Callable[..., Any], float]] = {}
         self._fired: dict[int, int] = {}  # thread id -> token of the arming that was interrupted
         self._stacks: dict[int, str] = {}  # thread id -> where its hook was when the watchdog fired
+        self._abandoned: set[int] = set()  # threads whose run was given up on inside a hook
         self._tokens = itertools.count(1)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -108,25 +137,62 @@ class Watchdog:
             with self._lock:
                 self._thread = None
 
-    def arm(self, timeout: float) -> None:
-        self._active[threading.get_ident()] = (time.monotonic() + timeout, next(self._tokens))
+    def arm(self, timeout: float, hook: Callable[..., Any]) -> None:
+        self._active[threading.get_ident()] = (time.monotonic() + timeout, next(self._tokens), hook, timeout)
         if self._thread is None:
             self._ensure_thread()
 
     def disarm(self) -> bool:
-        """Stop watching this thread; True if the watchdog fired for this arming."""
+        """Stop watching this thread; True if the watchdog fired for this arming.
+
+        Raises :class:`HookAbandoned` when the thread's run was abandoned inside this hook.
+        """
         tid = threading.get_ident()
         entry = self._active.pop(tid, None)
         if not self._fired:
             return False
         with self._lock:
             token = self._fired.pop(tid, None)
+            abandoned = tid in self._abandoned
+            self._abandoned.discard(tid)  # thread ids are reused once a thread ends
         if token is None:
             return False
         # The async exception may still be pending if it fired just as the hook returned;
         # clear it so it cannot surface in host code.
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
+        if abandoned:
+            self._stacks.pop(tid, None)
+            raise HookAbandoned(f"{getattr(entry and entry[2], '__name__', 'hook')} returned after its run was abandoned")
         return entry is None or entry[1] == token
+
+    def stuck(self, grace: float, threads: Iterable[int] | None = None) -> list[StuckHook]:
+        """Hooks the watchdog fired for that are still running ``grace`` seconds after their deadline.
+
+        An interrupt that can land does so within the watchdog's poll; a hook still inside its
+        call well after that is blocked where nothing in Python reaches it.
+        """
+        now = time.monotonic()
+        wanted = None if threads is None else set(threads)
+        with self._lock:
+            late = [(tid, entry, self._stacks.get(tid)) for tid, entry in self._active.copy().items()
+                    if (wanted is None or tid in wanted) and self._fired.get(tid) == entry[1]
+                    and now - entry[0] > grace and tid not in self._abandoned]
+        return [StuckHook(tid, getattr(hook, "__name__", None) or "hook", timeout, now - deadline, stack, token)
+                for tid, (deadline, token, hook, timeout), stack in late]
+
+    def abandon(self, stuck: StuckHook) -> bool:
+        """Give up on the run of ``stuck``'s thread; False if that hook returned meanwhile.
+
+        Checked under the lock against the thread's live arming, and ``disarm`` pops the arming
+        before it looks at the abandoned set: either the hook returned first (and its run goes
+        on) or the flag is seen when it returns (and it unwinds).
+        """
+        with self._lock:
+            entry = self._active.get(stuck.thread)
+            if entry is None or entry[1] != stuck.token or self._fired.get(stuck.thread) != stuck.token:
+                return False
+            self._abandoned.add(stuck.thread)
+            return True
 
     def stack_at_deadline(self) -> str | None:
         """Where this thread's hook was when the watchdog fired (once; None if it never fired)."""
@@ -150,6 +216,18 @@ def stack_of_thread(tid: int | None) -> str | None:
 
 
 _WATCHDOG = Watchdog()
+
+ABANDON_GRACE = 5.0  # seconds past a hook's timeout before a worker-thread run stuck in it is given up
+
+
+def stuck_hooks(grace: float = ABANDON_GRACE, threads: Iterable[int] | None = None) -> list[StuckHook]:
+    """Inline hooks (on ``threads``, or any) still blocked ``grace`` seconds past their timeout."""
+    return _WATCHDOG.stuck(grace, threads)
+
+
+def abandon_hook(stuck: StuckHook) -> bool:
+    """Give up on the run blocked in ``stuck``; True unless the hook returned meanwhile."""
+    return _WATCHDOG.abandon(stuck)
 
 # The signal that wakes the main thread from a blocking call; its handler does nothing: once
 # Python code runs again, the pending HookTimeout is raised.
@@ -183,7 +261,7 @@ def call_inline(fn: Callable[..., Any], *args: Any, timeout: float | None = None
     armed = bool(timeout and timeout > 0)
     try:
         if armed:
-            _WATCHDOG.arm(timeout)  # type: ignore[arg-type]
+            _WATCHDOG.arm(timeout, fn)  # type: ignore[arg-type]
         try:
             value = fn(*args, **kwargs)
         finally:

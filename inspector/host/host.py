@@ -27,7 +27,7 @@ from inspector.engines.contract import ContextEngine, engine_overrides_hook
 from inspector.engines.loading import window_for
 from inspector.engines.run_context import RunContext, offline_stand_in_for, running
 from inspector.host import capture
-from inspector.host.guard import CallOutcome, call_inline, call_on_pool, locate_in_engine
+from inspector.host.guard import CallOutcome, HookAbandoned, call_inline, call_on_pool, locate_in_engine
 from inspector.host.responders import ProviderResponse, Responder
 from inspector.host.shaping import (
     VALID_ROLES,
@@ -948,6 +948,8 @@ class Host:
                 if response is None:
                     break
                 last_assistant = response.message
+        except HookAbandoned:
+            raise  # the run's trace is no longer ours to finish
         except BaseException as exc:
             interrupted = not isinstance(exc, Exception) or type(exc).__name__ in ("LiveCancelled", "ReplayCancelled")
             if interrupted:  # an interrupted turn is still finalised

@@ -20,10 +20,11 @@ from typing import Any
 from inspector import __version__
 from inspector.engines.availability import unavailable_note
 from inspector.host.gc_batches import collect_batch, collection_in_batches
+from inspector.host.guard import ABANDON_GRACE, StuckHook, abandon_hook, stuck_hooks
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.responders import ReplayResponder, WireMessages
 from inspector.sessions.model import ApiCall, Compaction, Session, Turn, is_replayable
-from inspector.trace.model import EV_MARKER, EV_NOTE, Event, Trace
+from inspector.trace.model import EV_MARKER, EV_NOTE, Event, Fault, Trace
 
 ProgressFn = Callable[[int, int], None]
 
@@ -34,6 +35,53 @@ class ReplayCancelled(Exception):
     def __init__(self, trace: Trace) -> None:
         super().__init__("replay cancelled")
         self.trace = trace
+
+
+class StuckWatch:
+    """Lets the thread that waits for a replay on a worker thread give up on it when a hook is stuck.
+
+    A hook blocked inside a C call on a worker thread cannot be interrupted (see
+    :mod:`inspector.host.guard`). The worker calls :meth:`attach` first thing and the replay
+    hands over its trace; the waiting thread calls :meth:`abandon_if_stuck` now and then. Once
+    abandoned, the partial trace ends with the timeout fault and belongs to the waiting thread:
+    the worker unwinds with :class:`~inspector.host.guard.HookAbandoned` if the hook ever returns.
+    """
+
+    def __init__(self) -> None:
+        self.thread: int | None = None
+        self.trace: Trace | None = None
+        self.stuck: StuckHook | None = None
+
+    def attach(self) -> None:
+        """Watch the calling thread (the worker)."""
+        self.thread = threading.get_ident()
+
+    @property
+    def abandoned(self) -> bool:
+        return self.stuck is not None
+
+    def abandon_if_stuck(self, grace: float = ABANDON_GRACE) -> bool:
+        """True once the worker's hook has been blocked ``grace`` seconds past its timeout (then never again)."""
+        if self.stuck is not None or self.thread is None:
+            return self.stuck is not None
+        for stuck in stuck_hooks(grace, (self.thread,)):
+            if abandon_hook(stuck):
+                self.stuck = stuck
+                if self.trace is not None:
+                    record_abandonment(self.trace, stuck)
+                return True
+        return False
+
+
+def record_abandonment(trace: Trace, stuck: StuckHook) -> Trace:
+    """End a partial trace with the stuck hook, as a timeout fault carrying its stack at the deadline."""
+    last = trace.events[-1] if trace.events else None
+    trace.add_event(Event(index=0, kind=stuck.hook, turn=last.turn if last else None, t=last.t if last else 0.0,
+                          duration=stuck.timeout + stuck.overdue, state=last.state if last else None,
+                          fault=Fault("timeout", stuck.message(), stuck.stack),
+                          note="the replay was abandoned here: the hook never returned"))
+    trace.meta["abandoned"] = stuck.message()
+    return trace.finish()
 
 
 def make_counter(config: dict[str, Any]) -> Any:
@@ -237,8 +285,12 @@ def replay(
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
     label: str | None = None,
+    watch: StuckWatch | None = None,
 ) -> Trace:
-    """Replay ``session`` through the engine in ``loaded`` (a LoadedEngine or a bare engine)."""
+    """Replay ``session`` through the engine in ``loaded`` (a LoadedEngine or a bare engine).
+
+    ``watch``: on a worker thread, lets the waiting thread abandon the run if a hook gets stuck.
+    """
     engine = getattr(loaded, "engine", loaded)
     model = session.model if not (config.get("model") or {}).get("default") else None
     counter = counter or make_counter(config)
@@ -266,6 +318,9 @@ def replay(
             "mode": "replay",
         }
     )
+    if watch is not None:
+        watch.attach()
+        watch.trace = trace
     host = Host(
         engine, config, session_id=session_identifier(session), system_prompt=session.system_prompt(),
         session_tools=session.tools, counter=counter, simulator=simulator, trace=trace,

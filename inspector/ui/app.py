@@ -147,6 +147,9 @@ def _screenshot(app: Any, window: Any, path: str | None, out: str, cursor: int |
         print(f"error: {db} holds {len(summaries)} sessions; pick one with {Path(db).name}#<id> ({ids})", file=sys.stderr)
 
     window.pick_session = no_picker
+    from inspector.host.guard import wake_main_thread_on_timeout
+
+    wake_main_thread_on_timeout()  # the replay below runs its hooks on this thread, as the headless commands do
     if source and not window.open_path(source, sync_replay=True, cursor=cursor or 0, compare=compare or None):
         if window.message_bar.text():
             print(window.message_bar.text(), file=sys.stderr)

@@ -1,9 +1,12 @@
 """Running a replay from the window: on a worker thread, with progress and cancel.
 
 A long session can take minutes to replay; doing it on the GUI thread would freeze the window
-(and an engine that hangs would hang the app). :class:`ReplayRunner` owns one QThread per run,
-reports progress through queued signals, and turns every failure (engine did not load, reader
-error, an exception from the host) into a message for the window instead of a crash.
+(and an engine that hangs would hang the app). :class:`ReplayRunner` owns one daemon thread per
+run, reports progress through queued signals, and turns every failure (engine did not load,
+reader error, an exception from the host) into a message for the window instead of a crash. A
+hook blocked for good in a call nothing can interrupt is detected (past its timeout plus a
+grace period, or at once on Cancel) and its job abandoned: the thread is left behind (a daemon,
+so it never keeps the app from quitting) and the partial trace is shown with the timeout fault.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -26,7 +29,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inspector.host.guard import ABANDON_GRACE
 from inspector.trace.model import Trace
+
+if TYPE_CHECKING:
+    from inspector.host.replay import StuckWatch
 
 
 @dataclass
@@ -47,7 +54,8 @@ class ReplayCancelledError(Exception):
         self.trace = trace
 
 
-def run_replay(req: ReplayRequest, progress: Any = None, cancel: threading.Event | None = None) -> Trace:
+def run_replay(req: ReplayRequest, progress: Any = None, cancel: threading.Event | None = None,
+               watch: StuckWatch | None = None) -> Trace:
     """Load the config and the engine, replay the session, return the trace (any thread)."""
     from inspector.config import load_config
     from inspector.engines.discovery import load_engine
@@ -57,7 +65,8 @@ def run_replay(req: ReplayRequest, progress: Any = None, cancel: threading.Event
     plugin_dirs = list(req.plugin_dirs) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     loaded = load_engine(req.engine or None, config, plugin_dirs)
     try:
-        return host_replay.replay(req.session, loaded, config, progress=progress, cancel=cancel, label=req.engine)
+        return host_replay.replay(req.session, loaded, config, progress=progress, cancel=cancel, label=req.engine,
+                                  watch=watch)
     except getattr(host_replay, "ReplayCancelled", ()) as exc:  # type: ignore[misc]
         raise ReplayCancelledError(getattr(exc, "trace", None)) from None
     finally:
@@ -79,11 +88,20 @@ class _Worker(QObject):
         super().__init__()
         self.req = req
         self.cancel = cancel
+        from inspector.host.replay import StuckWatch
+
+        self.watch = StuckWatch()
 
     @Slot()
     def run(self) -> None:
+        from inspector.host.guard import HookAbandoned
+
+        self.watch.attach()  # loading the engine calls hooks too
         try:
-            trace = run_replay(self.req, progress=lambda d, t: self.progress.emit(int(d), int(t)), cancel=self.cancel)
+            trace = run_replay(self.req, progress=lambda d, t: self.progress.emit(int(d), int(t)), cancel=self.cancel,
+                               watch=self.watch)
+        except HookAbandoned:
+            return  # the window gave up on this job and already shows what it had
         except ReplayCancelledError as exc:
             self.cancelled.emit(exc.trace)
         except BaseException as exc:  # noqa: BLE001 - an engine may raise anything; the window reports it
@@ -96,10 +114,13 @@ class _Worker(QObject):
 
 
 class ThreadedRunner(QObject):
-    """One background job at a time on a QThread, so the window never freezes.
+    """One background job at a time on a daemon thread, so the window never freezes.
 
     Subclasses build the worker (a QObject with ``run``, ``done`` and ``failed``) and wire any
-    extra signals; the thread's lifetime, cancelling and clean-up live here once.
+    extra signals; the thread's lifetime, cancelling and clean-up live here once. The worker
+    object stays on the GUI thread; its signals, emitted from the job's thread, arrive queued.
+    A daemon thread rather than a QThread: a job stuck in engine code can be left behind, and
+    neither Python nor Qt waits for it (or aborts over it) when the app quits.
     """
 
     finished = Signal(object)
@@ -109,10 +130,10 @@ class ThreadedRunner(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._thread: QThread | None = None
+        self._thread: threading.Thread | None = None
         self._worker: QObject | None = None
         self._cancel = threading.Event()
-        self._abandoned: list[tuple[QThread, QObject | None]] = []
+        self._abandoned: list[tuple[threading.Thread, QObject | None]] = []
 
     @property
     def running(self) -> bool:
@@ -125,16 +146,7 @@ class ThreadedRunner(QObject):
         return self._cancel
 
     def _launch(self, worker: QObject) -> None:
-        thread = QThread()
-        thread.setObjectName(self.thread_name)
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        # The thread ends the moment its job does (direct: on the worker's thread), so wait() on
-        # the GUI thread returns then instead of waiting for a queued quit it would itself block.
-        for name in ("done", "failed", "cancelled"):
-            signal = getattr(worker, name, None)
-            if signal is not None:
-                signal.connect(thread.quit, Qt.ConnectionType.DirectConnection)
+        thread = threading.Thread(target=worker.run, name=self.thread_name, daemon=True)
         worker.done.connect(self._on_done)
         worker.failed.connect(self._on_failed)
         self._thread, self._worker = thread, worker
@@ -154,7 +166,8 @@ class ThreadedRunner(QObject):
         if thread is None:
             return True
         self._cancel.set()
-        stopped = thread.wait(ms)
+        thread.join(ms / 1000)
+        stopped = not thread.is_alive()
         if stopped:
             self._cleanup()
         return stopped
@@ -166,15 +179,13 @@ class ThreadedRunner(QObject):
             self._abandoned.append((self._thread, self._worker))  # kept alive until the thread ends
             self._thread, self._worker = None, None
             self.running_changed.emit(False)
-        self._abandoned = [(t, w) for t, w in self._abandoned if not t.isFinished()]
+        self._abandoned = [(t, w) for t, w in self._abandoned if t.is_alive()]
 
     def _cleanup(self) -> None:
         thread, worker = self._thread, self._worker
         self._thread, self._worker = None, None
         if thread is not None:
-            thread.quit()
-            thread.wait()
-            thread.deleteLater()
+            thread.join(1.0)  # its job has ended (the signal being handled was its last act)
         if worker is not None:
             worker.deleteLater()
         self.running_changed.emit(False)
@@ -197,13 +208,41 @@ class ReplayRunner(ThreadedRunner):
 
     progress = Signal(int, int)
     cancelled = Signal(object)  # partial Trace or None
+    abandoned = Signal(object, str, str)  # partial Trace or None, message, the hook's stack at the deadline
     thread_name = "inspector-replay"
+    abandon_grace = ABANDON_GRACE  # seconds past a hook's timeout before a stuck job is given up
+    cancel_grace = 0.5  # after Cancel: only long enough for an interrupt that can land to land
+    poll_ms = 250
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._poll = QTimer(self)
+        self._poll.timeout.connect(self._check_stuck)
 
     def start(self, req: ReplayRequest) -> None:
         worker = _Worker(req, self._new_cancel_event())
         worker.progress.connect(self._on_progress)
         worker.cancelled.connect(self._on_cancelled)
         self._launch(worker)
+        self._poll.start(self.poll_ms)
+
+    def cancel(self) -> None:
+        super().cancel()
+        self._check_stuck()
+
+    def _check_stuck(self) -> None:
+        """Give up on the job if its hook is blocked where no interrupt reaches it."""
+        worker = self._worker
+        if not isinstance(worker, _Worker):
+            self._poll.stop()
+            return
+        grace = self.cancel_grace if self._cancel.is_set() else self.abandon_grace
+        if not worker.watch.abandon_if_stuck(grace):
+            return
+        self._poll.stop()
+        self.abandon()
+        stuck = worker.watch.stuck
+        self.abandoned.emit(worker.watch.trace, stuck.message() if stuck else "", (stuck.stack or "") if stuck else "")
 
     def _on_progress(self, done: int, total: int) -> None:
         if self._current():

@@ -243,6 +243,7 @@ class MainWindow(QMainWindow):
         self.replay_runner.finished.connect(self._replay_finished)
         self.replay_runner.failed.connect(self._replay_failed)
         self.replay_runner.cancelled.connect(self._replay_cancelled)
+        self.replay_runner.abandoned.connect(self._replay_abandoned)
         self.replay_bar = ReplayBar()
         self.replay_bar.set_config(config_path)
         self.replay_bar.set_engines(available_engines(config_path, self.plugin_dirs, list(engines or [])),
@@ -588,8 +589,8 @@ class MainWindow(QMainWindow):
     # -- messages ----------------------------------------------------------------------------------
     def show_message(self, text: str, level: str = "error", details: str = "") -> None:
         """Show ``text`` in the message strip under the toolbars (errors never open a modal box)."""
+        self.message_toolbar.show()  # first: the bar fits its height to the width it has when shown
         self.message_bar.show_message(text, level, details)
-        self.message_toolbar.show()
 
     def clear_message(self) -> None:
         self.message_bar.active = False
@@ -923,6 +924,16 @@ class MainWindow(QMainWindow):
             self.show_message(f"Replay cancelled: showing the partial trace ({trace.turn_count} turns).", "warning")
         else:
             self.show_message("Replay cancelled.", "info")
+
+    def _replay_abandoned(self, trace: Trace | None, message: str, stack: str) -> None:
+        """A hook never returned: show what the replay had, the stuck hook as its last fault."""
+        self.replay_bar.set_idle_text("abandoned")
+        self.statusBar().showMessage("Replay abandoned", 4000)
+        if trace is not None and len(trace):
+            self.set_trace(trace)
+            self.cursor.set(trace.fault_events[-1] if trace.fault_events else len(trace) - 1)
+        self.show_message(f"Replay abandoned: {message} (it is left running in the background; its result is "
+                          "discarded).", "warning", stack)
 
     # -- comparison mode -------------------------------------------------------------------------------
     def _set_compare_view(self, view: CompareView | None) -> None:

@@ -38,6 +38,9 @@ def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "cmp_broken": BROKEN_ENGINE.format(name="cmp_broken"),
         "cmp_raises": NEVER_ENGINE.format(name="cmp_raises").replace(
             "        return False", "        raise RuntimeError('should_compress exploded')"),
+        "cmp_stuck": NEVER_ENGINE.format(name="cmp_stuck").replace(
+            "        return False", "        import threading\n        threading.Event().wait()  # blocks for good\n"
+            "        return False"),
     }
     for name, code in engines.items():
         d = root / "context_engine" / name

@@ -14,7 +14,7 @@ from inspector.compare import (
     run_comparison,
     unique_labels,
 )
-from inspector.compare.runs import STATUS_CANCELLED, STATUS_LOAD_FAILED
+from inspector.compare.runs import STATUS_ABANDONED, STATUS_CANCELLED, STATUS_LOAD_FAILED
 from inspector.host.replay import replay
 from inspector.trace.summary import summarise
 
@@ -137,6 +137,31 @@ def test_cancel_keeps_partial_traces(plugin_dir, base_config):
     # The shared cancel reached the run queued after it before its first turn: empty partial trace.
     assert second.status == STATUS_CANCELLED
     assert second.trace is not None and second.trace.requests == []
+
+
+def test_a_run_stuck_for_good_in_a_hook_is_abandoned_and_the_others_complete(plugin_dir, base_config):
+    """A hook blocked in a C call cannot be interrupted off the main thread: the run is given up."""
+    import time
+
+    base_config["inspector"]["hook_timeout_seconds"] = 0.3
+    session = make_session(turns=3)
+    out = {}
+    runner = threading.Thread(daemon=True, target=lambda: out.update(comp=run_comparison(
+        session, parse_specs(["cmp_stuck", "cmp_never"]), base_config, plugin_dirs=[str(plugin_dir)],
+        abandon_grace=0.3)))
+    start = time.monotonic()
+    runner.start()
+    runner.join(30)
+    assert "comp" in out and time.monotonic() - start < 30
+    stuck, other = out["comp"].runs
+    assert other.ok and len(other.trace.requests) == 2 * len(session.turns)
+    assert stuck.status == STATUS_ABANDONED and "stuck" in stuck.error and "should_compress" in stuck.error
+    fault = stuck.trace.events[stuck.trace.fault_events[-1]].fault
+    assert fault.kind == "timeout" and "threading.Event().wait()  # blocks for good" in fault.traceback
+    assert "cmp_stuck" in fault.where and fault.where.endswith(" in should_compress")
+    assert stuck.trace.meta["label"] == "cmp_stuck"
+    left = [t for t in threading.enumerate() if t.name.startswith("compare-run")]
+    assert left and all(t.daemon for t in left)  # the stuck thread never keeps the process alive
 
 
 def test_no_specs_is_an_error(base_config):

@@ -259,6 +259,50 @@ def test_a_main_thread_hook_blocked_in_a_system_call_is_woken(config, nocache):
     assert faults and all(f.kind == "timeout" and "was interrupted" in f.message for f in faults)
 
 
+def test_a_worker_run_stuck_in_a_hook_is_abandoned_and_the_late_return_records_nothing(config, nocache):
+    """The waiting thread takes the partial trace; the hook returning later must not touch it."""
+    import threading
+
+    from inspector.host.replay import StuckWatch
+
+    config["inspector"]["hook_timeout_seconds"] = 0.2
+    release, entered = threading.Event(), threading.Event()
+
+    class Blocks(CountingEngine):
+        def update_from_response(self, usage):
+            super().update_from_response(usage)
+            if self.calls.count("update_from_response") == 2:
+                entered.set()
+                release.wait()  # one C call: the watchdog's interrupt cannot land
+
+    watch, out = StuckWatch(), {}
+
+    def run():
+        try:
+            replay(coding_session(3), Blocks(), config, simulator=nocache, watch=watch)
+        except BaseException as exc:  # noqa: BLE001 - the test wants to see what ended the thread
+            out["ended_by"] = type(exc).__name__
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    assert entered.wait(30)
+    assert not watch.abandon_if_stuck(grace=30)  # not yet past timeout + grace
+    deadline = time.monotonic() + 10
+    while not watch.abandon_if_stuck(grace=0.2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert watch.abandoned and watch.stuck.hook == "update_from_response"
+    trace = watch.trace
+    last = trace.events[-1]
+    assert last.kind == "update_from_response" and last.fault.kind == "timeout"
+    assert "abandoned" in last.fault.message and "release.wait()" in last.fault.traceback
+    assert last.fault.where.startswith(f"{__file__}:") and trace.meta["abandoned"]
+    recorded = len(trace.events)
+    release.set()  # the hook returns at last
+    worker.join(10)
+    assert not worker.is_alive() and out["ended_by"] == "HookAbandoned"
+    assert len(trace.events) == recorded  # nothing of the late hook, nor of the turns after it
+
+
 def test_a_timeout_that_could_not_interrupt_says_so():
     from inspector.host.guard import _overrun
 

@@ -391,6 +391,64 @@ def test_closing_the_window_during_a_replay_returns_at_once(make_window, qtbot) 
     assert time.perf_counter() - start < 3 and not window.replay_runner.running
 
 
+STUCK_ENGINE = """
+import threading
+from agent.context_engine import ContextEngine
+
+
+class Stuck(ContextEngine):
+    name = "ui_stuck"
+
+    def update_from_response(self, usage):
+        self.last_prompt_tokens = int(usage.get("prompt_tokens", 0) or 0)
+        threading.Event().wait()  # blocks for good
+
+    def should_compress(self, prompt_tokens=None):
+        return False
+
+    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
+        return messages
+"""
+
+
+def _stuck_window(make_window, tmp_path: Path):
+    engine = tmp_path / "plugins" / "context_engine" / "ui_stuck"
+    engine.mkdir(parents=True)
+    (engine / "__init__.py").write_text(STUCK_ENGINE, encoding="utf-8")
+    config = tmp_path / "config.yaml"
+    config.write_text("inspector:\n  hook_timeout_seconds: 0.3\n", encoding="utf-8")
+    window = make_window(config_path=str(config), plugin_dirs=[str(tmp_path / "plugins")], engines=["ui_stuck"])
+    window.replay_bar.engine_combo.setCurrentText("ui_stuck")
+    return window
+
+
+def test_cancel_abandons_a_replay_stuck_in_a_hook_and_a_new_one_can_start(make_window, qtbot, tmp_path) -> None:
+    window = _stuck_window(make_window, tmp_path)
+    window.replay_runner.abandon_grace = 60  # only Cancel gives up here
+    window.open_path(str(_tiny_session(tmp_path)))
+    qtbot.waitUntil(lambda: window.replay_runner.running, timeout=5_000)
+    qtbot.wait(800)  # past the hook's 0.3 s timeout: the watchdog fired, nothing could land
+    assert window.replay_runner.running
+    window.replay_bar.cancel_button.click()
+    qtbot.waitUntil(lambda: not window.replay_runner.running, timeout=5_000)
+    assert "Replay abandoned" in window.message_bar.text() and "update_from_response" in window.message_bar.text()
+    fault = window.trace.events[window.trace.fault_events[-1]].fault
+    assert fault.kind == "timeout" and "threading.Event().wait()  # blocks for good" in fault.traceback
+    window.replay_bar.engine_combo.setCurrentText("compressor")
+    with qtbot.waitSignal(window.replay_runner.finished, timeout=60_000):
+        window.start_replay()
+    assert window.trace.turn_count == 4 and not window.trace.fault_events
+
+
+def test_a_replay_stuck_in_a_hook_is_abandoned_past_timeout_and_grace(make_window, qtbot, tmp_path) -> None:
+    window = _stuck_window(make_window, tmp_path)
+    window.replay_runner.abandon_grace = 0.3
+    with qtbot.waitSignal(window.replay_runner.abandoned, timeout=10_000):
+        window.open_path(str(_tiny_session(tmp_path)))
+    assert not window.replay_runner.running and window.replay_bar.run_button.isEnabled()
+    assert window.trace is not None and window.trace.meta["abandoned"]
+
+
 def _gui_args(**kw) -> argparse.Namespace:
     base = dict(file=None, engine=[], config=None, plugin_dir=[], screenshot=None, cursor=None, panel=None, size="1200x800")
     base.update(kw)
