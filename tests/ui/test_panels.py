@@ -222,6 +222,27 @@ def test_diff_at_select_context_compares_the_assembled_request_with_the_engines_
     assert before == after == untouched.args["request_messages"]["$list"] and "returned None" in title
 
 
+def test_diff_at_a_select_context_that_mutated_its_input_shows_what_went_out(shown) -> None:
+    from inspector.host.replay import replay
+    from inspector.trace.model import EV_SELECT
+    from inspector.ui.panels.diff import DiffPanel
+    from tests.host.conftest import CountingEngine, coding_session
+
+    class Mutates(CountingEngine):
+        def select_context(self, request_messages, **kw):
+            if len(request_messages) > 4:
+                del request_messages[1:3]  # in place, returning None: Hermes sends the mutated list
+
+    trace = replay(coding_session(3), Mutates(), {"model": {"context_length": 128000}})
+    ev = next(e for e in trace.events if e.kind == EV_SELECT and e.fault is not None)
+    assert ev.fault.kind == "mutated_input"
+    cursor, make = shown
+    panel = make(DiffPanel, trace)
+    title, before, after = panel.pair_at(ev.index)
+    assert (before, after) == (ev.args["request_messages"]["$list"], ev.result["$list"]) and before != after
+    assert "what went on" in title and "discarded" not in title
+
+
 def test_diff_elsewhere_compares_with_previous_request_and_highlights_words(shown, demo_trace: Trace) -> None:
     from inspector.ui.panels.diff import DiffPanel
 

@@ -399,15 +399,23 @@ class DiffPanel(CompareAware, Panel):
         note = ""
         if ev.kind in (tm.EV_SELECT, tm.EV_COMPRESS, tm.EV_PRUNE):
             before, after = event_lists(ev)
+            fault = ""
             if ev.fault is not None:
                 at = f" at {ev.fault.where}" if ev.fault.where else ""
-                note = f"{ev.kind} at event {k} FAULTED ({ev.fault.kind}: {ev.fault.message}{at}); its result was discarded. "
-            elif before is not None and after is not None:
-                return f"{ev.kind} at event {k}: what the engine received → what it returned", before, after
-            elif before is not None and ev.kind == tm.EV_SELECT:
+                fault = f"{ev.kind} at event {k} FAULTED ({ev.fault.kind}: {ev.fault.message}{at})"
+            # A recorded result is what went on (a mutated input Hermes sends, say), fault or not;
+            # the host's own repairs of it are in the event's note.
+            repaired = f" · {ev.note}" if ev.note and after is not None else ""
+            if before is not None and after is not None:
+                what = "what went on" if ev.fault is not None else "what it returned"
+                head = f"{fault}. " if fault else ""
+                return f"{head}{ev.kind} at event {k}: what the engine received → {what}{repaired}", before, after
+            if before is not None and ev.kind == tm.EV_SELECT:  # Hermes sends the request as assembled
+                if fault:
+                    return f"{fault}; its result was discarded. The request went out as assembled", before, before
                 return f"select_context at event {k} returned None: the request went out as assembled", before, before
-            if before is not None and ev.kind == tm.EV_SELECT:  # faulted: Hermes sends the request unmodified
-                return note + "the request went out as assembled", before, before
+            if fault:
+                note = f"{fault}; its result was discarded. "
         req = trace.request_at(k)
         if req is None:
             return note + "No provider request yet at this event", None, None
@@ -451,7 +459,9 @@ class DiffPanel(CompareAware, Panel):
                 self.runs_table.item(i, 2).setText("")
                 continue
             title, before, after = self.pair_at(k_run, trace)
-            self.runs_table.item(i, 1).setText(f"event {k_run}: " + title.split(":")[0])
+            ev = trace.events[k_run]
+            short = f"{ev.kind} (faulted)" if ev.fault is not None else title.split(":")[0]
+            self.runs_table.item(i, 1).setText(f"event {k_run}: {short}")
             self.runs_table.item(i, 1).setToolTip(theme.plain_tooltip(title))
             if before is None or after is None:
                 self.runs_table.item(i, 2).setText("")
