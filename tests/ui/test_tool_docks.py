@@ -93,6 +93,7 @@ def test_follow_dock_replays_a_growing_jsonl(qtbot, make_window, tmp_path: Path)
         w.act["follow"].trigger()
         assert w.tool_docks["follow"].isVisible()
         assert follow.start(str(target), "compressor")
+        assert not follow.interval.isEnabled() and not follow.settle.isEnabled()  # it keeps what it started with
         seen: list[int] = []
         follow.trace_updated.connect(lambda t: seen.append(len(t.requests)))
         qtbot.waitUntil(lambda: proc.poll() is not None and follow.played >= 3, timeout=40_000)
@@ -109,6 +110,15 @@ def test_follow_dock_replays_a_growing_jsonl(qtbot, make_window, tmp_path: Path)
     QApplication.processEvents()
     assert w.trace.events[-1].kind == "on_session_end"
     assert "Stopped after 3 turns" in follow.status_label.text()
+
+
+def test_the_settle_period_follows_a_longer_poll_interval_until_the_user_sets_it(window) -> None:
+    follow = window.follow_panel
+    follow.interval.setValue(30.0)
+    assert follow.settle.value() == 60.0  # as the command line: at least two polls
+    follow.settle.setValue(5.0)
+    follow.interval.setValue(40.0)
+    assert follow.settle.value() == 5.0  # the user's own value is kept
 
 
 def test_follow_without_source_and_bad_engine(qtbot, window, tmp_path: Path) -> None:

@@ -132,6 +132,8 @@ class FollowPanel(QWidget):
         form = QFormLayout()
         form.addRow("Source", source_row)
         form.addRow("Engine", self.engine_combo)
+        self._auto_settle = self.settle.value()
+        self.interval.valueChanged.connect(self._interval_changed)
         form.addRow("Poll every", self.interval)
         form.addRow("Settle after", self.settle)
         buttons = QHBoxLayout()
@@ -256,7 +258,15 @@ class FollowPanel(QWidget):
         self.stop_button.setEnabled(running)
         self.source_edit.setEnabled(not running)
         self.engine_combo.setEnabled(not running)
+        self.interval.setEnabled(not running)  # a running follow keeps the values it started with
+        self.settle.setEnabled(not running)
         self.running_changed.emit(running)
+
+    def _interval_changed(self, value: float) -> None:
+        """Keep the settle period at its default for the new interval, unless the user set one."""
+        if abs(self.settle.value() - self._auto_settle) < 1e-9:
+            self._auto_settle = max(DEFAULT_SETTLE_SECONDS, 2 * value)
+            self.settle.setValue(self._auto_settle)
 
     def _status(self, text: str) -> None:
         self.status_label.setText(text)
