@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from inspector.trace.diff import MessageDiff, diff_messages
-from inspector.trace.model import Request, Trace, key_scheme
+from inspector.trace.model import EV_COMPRESS, Request, Trace, key_scheme
 from inspector.trace.summary import is_committed_compression
 
 if TYPE_CHECKING:
@@ -278,11 +278,14 @@ def aligned_series(
 
 
 def compression_points(
-    comparison: Comparison | Sequence[Trace | None], alignment: Alignment | None = None
+    comparison: Comparison | Sequence[Trace | None], alignment: Alignment | None = None, *, every_call: bool = False
 ) -> list[list[dict[str, Any]]]:
     """Per run, every committed compression: x on the shared axis, event, turn, tokens before/after.
 
     Committed means the engine returned a new list the host kept (same rule as the summary).
+    ``every_call`` adds the compress calls Hermes kept nothing of (faulted, aborted, no progress),
+    flagged by ``committed`` and ``faulted``. ``count_before``/``count_after`` are message counts;
+    ``compression_count`` is the engine's counter after the call, the height of its staircase.
     """
     al = alignment if alignment is not None else _alignment_of(comparison)
     out: list[list[dict[str, Any]]] = []
@@ -290,18 +293,22 @@ def compression_points(
         points: list[dict[str, Any]] = []
         if trace is not None:
             for ev in trace.events:
-                if not is_committed_compression(ev):
+                committed = is_committed_compression(ev)
+                if not (committed or (every_call and ev.kind == EV_COMPRESS)):
                     continue
-                result = ev.result if isinstance(ev.result, dict) else {}
+                result = ev.result if committed else {}
                 points.append({
                     "x": al.event_x(run, ev.index),
                     "event": ev.index,
                     "turn": ev.turn,
                     "row": al.row_for(run, ev.index),
+                    "committed": committed,
+                    "faulted": ev.fault is not None,
                     "tokens_before": (ev.args or {}).get("tokens_before"),
                     "tokens_after": result.get("tokens_after"),
                     "count_before": result.get("count_before"),
                     "count_after": result.get("count_after"),
+                    "compression_count": trace.state_at(ev.index)["compression_count"],
                 })
         out.append(points)
     return out

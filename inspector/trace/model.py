@@ -443,10 +443,6 @@ class Trace:
                 return idx
         return None
 
-    def last_compression_before(self, k: int) -> Event | None:
-        idx = self._prev(self._compress_events, k + 1)
-        return self.events[idx] if idx is not None else None
-
     @property
     def compress_events(self) -> list[int]:
         self._ensure()

@@ -91,6 +91,7 @@ class CompareView:
         self.primary = primary if primary in self.runs else self.runs[0]
         self._series: dict[str, list[np.ndarray]] = {}
         self._points: list[list[dict[str, Any]]] | None = None
+        self._calls: list[list[dict[str, Any]]] | None = None
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -168,6 +169,12 @@ class CompareView:
         if self._points is None:
             self._points = compression_points(self.comparison, self.alignment)
         return self._points
+
+    def compress_calls(self) -> list[list[dict[str, Any]]]:
+        """Every compress call per run, the ones Hermes kept nothing of flagged (see compression_points)."""
+        if self._calls is None:
+            self._calls = compression_points(self.comparison, self.alignment, every_call=True)
+        return self._calls
 
 
 # -- running a comparison ------------------------------------------------------------------------

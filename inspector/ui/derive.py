@@ -137,6 +137,10 @@ class TraceFigures:
         idx = int(self.status_event[max(0, min(k, self.status_event.shape[0] - 1))])
         return trace.events[idx].status if idx >= 0 else None
 
+    def last_committed_before(self, k: int) -> Compression | None:
+        """The latest compression the host kept at or before event k (what the header counts)."""
+        return next((c for c in reversed(self.compressions) if c.committed and c.event <= k), None)
+
     def request_for_x(self, x: float) -> int | None:
         """Nearest request index for a plot position (clicks and cursor drags)."""
         if self.n == 0:
@@ -162,6 +166,31 @@ def step_points(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     xs.append(x[-1] + 0.5)
     ys.append(ys[-1])
     return np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
+
+
+def _compression(trace: Trace, ev: Event, x: float) -> Compression:
+    """Before and after in one unit: the host's rough figures when it recorded both, else the lists'
+    token counts. A call Hermes kept nothing of leaves the transcript as it was: after = before."""
+    committed = is_committed_compression(ev)
+    before, after = event_lists(ev)
+    recorded_before = ev.args.get("tokens_before") if isinstance(ev.args, dict) else None
+    if committed:
+        recorded_after = ev.result.get("tokens_after")
+    else:
+        after, recorded_after = before, recorded_before
+    rough = isinstance(recorded_before, int) and isinstance(recorded_after, int)
+    return Compression(
+        event=ev.index,
+        x=x,
+        before_tokens=recorded_before if rough else list_tokens(trace, before),
+        after_tokens=recorded_after if rough else list_tokens(trace, after),
+        before_messages=len(trace.store.lists[before]) if before is not None else 0,
+        after_messages=len(trace.store.lists[after]) if after is not None else 0,
+        unit="rough tok" if rough else "tok",
+        count_after=int(trace.state_at(ev.index)["compression_count"]),
+        faulted=ev.fault is not None,
+        committed=committed,
+    )
 
 
 def _build(trace: Trace) -> TraceFigures:
@@ -223,23 +252,7 @@ def _build(trace: Trace) -> TraceFigures:
             half = 0.0
         if ev.kind == tm.EV_COMPRESS:
             half = 0.5 if current >= 0 else -0.5
-            before, after = event_lists(ev)
-            recorded_before = ev.args.get("tokens_before") if isinstance(ev.args, dict) else None
-            recorded_after = ev.result.get("tokens_after") if isinstance(ev.result, dict) else None
-            compressions.append(
-                Compression(
-                    event=ev.index,
-                    x=max(current, 0) + half if current >= 0 else -0.5,
-                    before_tokens=recorded_before if isinstance(recorded_before, int) else list_tokens(trace, before),
-                    after_tokens=recorded_after if isinstance(recorded_after, int) else list_tokens(trace, after),
-                    before_messages=len(trace.store.lists[before]) if before is not None else 0,
-                    after_messages=len(trace.store.lists[after]) if after is not None else 0,
-                    unit="rough tok" if isinstance(recorded_before, int) else "tok",
-                    count_after=int(trace.state_at(ev.index)["compression_count"]),
-                    faulted=ev.fault is not None,
-                    committed=is_committed_compression(ev),
-                )
-            )
+            compressions.append(_compression(trace, ev, max(current, 0) + half if current >= 0 else -0.5))
         event_request[ev.index] = current
         if current >= 0:
             event_x[ev.index] = current + half

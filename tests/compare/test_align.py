@@ -14,7 +14,7 @@ from inspector.compare import (
 )
 from inspector.compare.runs import Comparison, RunResult, RunSpec
 from inspector.trace.diff import OP_EQUAL, apply_diff
-from inspector.trace.model import EV_COMPRESS, EV_TURN, KEY_SCHEME, legacy_message_key
+from inspector.trace.model import EV_COMPRESS, EV_TURN, KEY_SCHEME, Event, legacy_message_key
 
 from .conftest import make_session, synthetic_trace
 
@@ -104,6 +104,23 @@ def test_compression_series_and_points():
     assert [p["x"] for p in points[0]] == [2.5]  # between rows (1,0) and (1,1)
     assert [p["x"] for p in points[1]] == [0.5, 3.5]
     assert points[1][0]["tokens_before"] == 999 and points[1][0]["tokens_after"] == 111
+
+
+def test_compression_points_stand_on_the_compression_count_not_the_message_count():
+    b = synthetic_trace([2, 2, 2], compress_before={(0, 1), (2, 0)})
+    last = b.events[b.compress_events[-1]]
+    # a compress call that returned its input: Hermes keeps the transcript, the count stays at 2
+    b.add_event(Event(index=0, kind=EV_COMPRESS, turn=last.turn, args=last.args,
+                      result={"$list": last.args["messages"]["$list"], "unchanged": True}, state=last.state))
+    b.finish()
+    comp = _comparison(synthetic_trace([2, 2, 2]), b)
+    counts = aligned_series(comp, "compression_count")[1]
+    points = compression_points(comp)[1]
+    assert [p["compression_count"] for p in points] == [counts[1], counts[4]] == [1, 2]
+    assert [p["count_after"] for p in points] == [2, 2], "count_after stays the message count"
+    calls = compression_points(comp, every_call=True)[1]
+    assert [(p["committed"], p["compression_count"]) for p in calls] == [(True, 1), (True, 2), (False, 2)]
+    assert calls[2]["tokens_after"] is None and calls[2]["count_after"] is None
 
 
 def test_diff_runs_on_synthetic_traces():

@@ -147,9 +147,12 @@ def _with_idle_compress_calls(trace: Trace) -> Trace:
     """Two compress calls Hermes keeps nothing of: one returned its input, one was aborted."""
     last = trace.events[trace.compress_events[-1]]
     before = last.args["messages"]
-    trace.add_event(tm.Event(index=0, kind=tm.EV_COMPRESS, turn=last.turn, args={"messages": before},
+    # the host records its rough estimate as tokens_before; a synthetic rough figure is 12% over tiktoken
+    rough = sum(trace.store.tokens[k]["rough"] for k in trace.store.lists[before["$list"]])
+    args = {"messages": before, "tokens_before": rough}
+    trace.add_event(tm.Event(index=0, kind=tm.EV_COMPRESS, turn=last.turn, args=args,
                              result={"$list": before["$list"], "unchanged": True}))
-    trace.add_event(tm.Event(index=0, kind=tm.EV_COMPRESS, turn=last.turn, args={"messages": before}, result=None))
+    trace.add_event(tm.Event(index=0, kind=tm.EV_COMPRESS, turn=last.turn, args=args, result=None))
     return trace.finish()
 
 
@@ -176,6 +179,79 @@ def test_compression_header_counts_committed_compressions_as_the_replay_summary_
     assert "no progress, transcript unchanged" in describe(idle[0])
     timeline = make(TimelinePanel, trace)
     assert len(timeline.markers) == len(committed) + len(faulted), "no marker for a call that changed nothing"
+
+
+def test_a_compress_call_that_changed_nothing_is_neither_last_compression_nor_alerted_as_one(shown) -> None:
+    from inspector.ui.panels.compression import CompressionPanel
+    from inspector.ui.panels.counters import CountersPanel
+    from inspector.ui.synthetic import build_trace
+
+    cursor, make = shown
+    trace = _with_idle_compress_calls(build_trace(60, faults=True, seed=7))
+    fig = figures(trace)
+    committed = [c for c in fig.compressions if c.committed]
+    timeline, counters = make(CompressionPanel, trace), make(CountersPanel, trace)
+    no_progress, aborted = fig.compressions[-2:]
+    for c, note in ((no_progress, "Compress: no progress, transcript unchanged"),
+                    (aborted, "Compress aborted: transcript unchanged")):
+        cursor.set(c.event)
+        assert "Compression at this event" not in counters.alert.text()
+        assert note in counters.alert.text()
+        assert f"last before cursor: event {committed[-1].event}," in timeline.readout.text()
+    cursor.set(committed[-1].event)
+    assert "Compression at this event" in counters.alert.text()
+    faulted = next(c for c in fig.compressions if c.faulted)
+    cursor.set(faulted.event)
+    last = [c for c in committed if c.event < faulted.event][-1]
+    assert f"last before cursor: event {last.event}, {last.before_tokens:,} → {last.after_tokens:,}" in timeline.readout.text()
+    cursor.set(committed[0].event - 1)
+    assert "last before cursor" not in timeline.readout.text(), "no compression committed yet"
+
+
+def test_an_unchanged_transcript_has_the_same_size_before_and_after(demo_trace: Trace) -> None:
+    from inspector.ui.synthetic import build_trace
+
+    fig = figures(_with_idle_compress_calls(build_trace(60, faults=True, seed=7)))
+    no_progress, aborted = fig.compressions[-2:]
+    for c in (no_progress, aborted):
+        assert c.unit == "rough tok" and c.after_tokens == c.before_tokens > 0
+        assert c.after_messages == c.before_messages > 0
+    faulted = next(c for c in fig.compressions if c.faulted)
+    assert faulted.unit == "tok" and faulted.after_tokens == faulted.before_tokens > 0
+    ok = next(c for c in figures(demo_trace).compressions if c.committed)
+    assert ok.unit == "tok" and 0 < ok.after_tokens < ok.before_tokens
+
+
+def test_compare_mode_puts_each_compress_call_on_its_runs_staircase(shown) -> None:
+    from inspector.compare.runs import Comparison, RunResult, RunSpec
+    from inspector.ui.compare import CompareView
+    from inspector.ui.panels.compression import CompressionPanel
+    from inspector.ui.synthetic import build_trace
+
+    traces = [build_trace(60, faults=False, seed=3), _with_idle_compress_calls(build_trace(60, faults=True, seed=7))]
+    view = CompareView(Comparison(runs=[RunResult(spec=RunSpec(f"e{i}", (), f"run{i}"), trace=t)
+                                        for i, t in enumerate(traces)]))
+    cursor, make = shown
+    panel = make(CompressionPanel, None)
+    panel.set_comparison(view)
+    cursor.set_trace(traces[0])
+    counts = view.series("compression_count")
+    expected = []
+    for run, trace in enumerate(traces):
+        steps = counts[run]
+        for c in figures(trace).compressions:
+            x = view.alignment.event_x(run, c.event)
+            later = [y for row, y in enumerate(steps) if row > x and np.isfinite(y)]
+            y = later[0] if later else steps[np.isfinite(steps)][-1]  # the staircase just after the call
+            expected.append((x, y, "x" if c.faulted else "o", c.committed))
+    dots = [(p.pos().x(), p.pos().y(), p.symbol(), p.brush().color().alpha() > 0) for p in panel.dots.points()]
+    assert sorted(dots) == sorted(expected)
+    assert sum(1 for *_, filled in dots if not filled) == 3, "hollow: run 2's timeout, no-progress and aborted calls"
+    tips = [p.data() for p in panel.dots.points() if p.brush().color().alpha() == 0]
+    assert sum("FAULTED" in t for t in tips) == 1 and sum("transcript unchanged" in t for t in tips) == 2
+    cursor.set(0)
+    n = [sum(c.committed for c in figures(t).compressions) for t in traces]
+    assert panel.readout.text() == f"Compressions committed — run0: {n[0]} · run1: {n[1]}"
 
 
 def test_diff_at_compress_compares_engine_input_and_output(shown, demo_trace: Trace) -> None:

@@ -40,6 +40,21 @@ def describe(c: Compression) -> str:
     )
 
 
+def describe_point(label: str, p: dict) -> str:
+    """Hover text of one run's compress call in comparison mode (the host's rough figures)."""
+    head = f"{label}: compress at event {p['event']} (turn {p['turn']})"
+    if p["faulted"]:
+        return f"{head}\nFAULTED, discarded"
+    if not p["committed"]:
+        return f"{head}\nno progress, transcript unchanged"
+    text = f"{head} (#{p['compression_count']})"
+    if p["tokens_before"] is not None and p["tokens_after"] is not None:
+        text += f"\nbefore {p['tokens_before']:,} → after {p['tokens_after']:,} rough tok"
+    if p["count_before"] is not None and p["count_after"] is not None:
+        text += f"\nmessages {p['count_before']} → {p['count_after']}"
+    return text
+
+
 class CompressionPanel(CompareAware, Panel):
     panel_id = "compression"
     title = "Compression timeline"
@@ -64,7 +79,6 @@ class CompressionPanel(CompareAware, Panel):
         self.cursor_line = plots.CursorLine(self.plot, self._jump_to_x)
         plots.connect_click(self.plot_widget, self.plot, self._clicked)
         self._fig: TraceFigures | None = None
-        self._by_event: dict[int, Compression] = {}
         self._summary = ""
         self.legend = plots.legend_above(self.plot, columns=4)
         plots.integer_ticks(self.plot.getAxis("bottom"))
@@ -98,7 +112,6 @@ class CompressionPanel(CompareAware, Panel):
             return
         fig = figures(trace)
         self._fig = fig
-        self._by_event = {c.event: c for c in fig.compressions}
         # the count only changes at compressions: draw its change points, not one vertex per request
         plots.set_xy(self.step, *step_points(fig.x, fig.compression_count))
         hollow = pg.mkBrush(0, 0, 0, 0)
@@ -133,14 +146,18 @@ class CompressionPanel(CompareAware, Panel):
         self.run_items = plots.overlay_runs(self.plot, view, counts, legend=self.legend, step=True)
         self.legend.fit(self.plot_widget.height(), self.plot_widget.width())
         spots = []
-        for run, points in enumerate(view.compressions()):
+        hollow = pg.mkBrush(0, 0, 0, 0)
+        for run, points in enumerate(view.compress_calls()):
             if run not in view.runs:
                 continue
+            colour = view.color(run)
             for p in points:
-                tip = (f"{view.label(run)}: compress at event {p['event']} (turn {p['turn']})\n"
-                       f"before {p['tokens_before'] or 0:,} tok → after {p['tokens_after'] or 0:,} tok")
-                spots.append({"pos": (p["x"], p["count_after"] or 0), "data": tip,
-                              "brush": pg.mkBrush(view.color(run)), "symbol": "o"})
+                # on the run's staircase: the engine's counter after the call (hollow or a cross
+                # where the call changed nothing, as in single-run mode)
+                spots.append({"pos": (p["x"], p["compression_count"]), "data": describe_point(view.label(run), p),
+                              "brush": pg.mkBrush(colour) if p["committed"] else hollow,
+                              "pen": pg.mkPen("white" if p["committed"] else colour, width=1),
+                              "symbol": "x" if p["faulted"] else "o"})
         self.dots.setData(spots)
         top = max([float(np.nanmax(c)) for c in counts if np.isfinite(c).any()] or [1.0])
         self.plot.setYRange(-0.2, max(1.0, top) + 0.6, padding=0)
@@ -154,16 +171,14 @@ class CompressionPanel(CompareAware, Panel):
                 self.cursor_line.set_x(None if row is None else float(row))
                 self.readout.setText(f"Compressions committed — {self._summary}")
             return
-        fig, trace = self._fig, self._trace
-        if fig is None or trace is None:
+        fig = self._fig
+        if fig is None or self._trace is None:
             return
         self.cursor_line.set_x(fig.cursor_x(k))
-        last = trace.last_compression_before(k)
         text = self._summary
-        if last is not None:
-            c = self._by_event.get(last.index)
-            if c is not None:
-                text += f" · last before cursor: event {c.event}, {c.before_tokens:,} → {c.after_tokens:,} {c.unit}"
+        c = fig.last_committed_before(k)
+        if c is not None:
+            text += f" · last before cursor: event {c.event}, {c.before_tokens:,} → {c.after_tokens:,} {c.unit}"
         self.readout.setText(text)
 
     def _clicked(self, x: float) -> None:

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QGridLayout, QVBoxLayout, QWidget
 
 from inspector.trace import model as tm
 from inspector.trace.model import Trace
+from inspector.trace.summary import is_committed_compression
 from inspector.ui import theme
 from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
@@ -266,8 +267,13 @@ class CountersPanel(CompareAware, Panel):
                           + (f"\nat {ev.fault.where}" if ev.fault.where else ""))
         if over:
             alerts.append(f"Over threshold: {prompt:,} ≥ {threshold:,} tokens")
-        if ev.kind == tm.EV_COMPRESS and ev.fault is None:
+        if is_committed_compression(ev):
             alerts.append("Compression at this event")
+        elif ev.kind == tm.EV_COMPRESS and ev.fault is None:
+            # Hermes kept the transcript as it was: not a compression (the header and summary agree)
+            unchanged = isinstance(ev.result, dict) and ev.result.get("unchanged")
+            alerts.append("Compress: no progress, transcript unchanged" if unchanged
+                          else "Compress aborted: transcript unchanged")
         self.alert.setText("\n".join(alerts))
         colour = theme.FAULT if (ev.fault is not None or over) else theme.COMPRESS
         self.alert.set_colours("white", colour if alerts else None)
