@@ -16,26 +16,39 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 _lock = threading.Lock()
-_active = 0
+_holders: dict[int, int] = {}  # thread id -> how deeply it is inside collection_in_batches
 _restore = False
 
 
 @contextmanager
 def collection_in_batches() -> Iterator[None]:
     """Pause automatic collection for the duration (process-wide, nested and thread-safe)."""
-    global _active, _restore
+    global _restore
+    tid = threading.get_ident()
     with _lock:
-        if _active == 0:
+        if not _holders:
             _restore = gc.isenabled()
             gc.disable()
-        _active += 1
+        _holders[tid] = _holders.get(tid, 0) + 1
     try:
         yield
     finally:
         with _lock:
-            _active -= 1
-            if _active == 0 and _restore:
-                gc.enable()
+            depth = _holders.get(tid)
+            if depth is not None:  # None: its run was abandoned and its pause released already
+                if depth > 1:
+                    _holders[tid] = depth - 1
+                else:
+                    del _holders[tid]
+                    if not _holders and _restore:
+                        gc.enable()
+
+
+def release_thread(tid: int) -> None:
+    """End the pause of a run abandoned on thread ``tid``: it may never leave its block."""
+    with _lock:
+        if _holders.pop(tid, None) is not None and not _holders and _restore:
+            gc.enable()
 
 
 def collect_batch() -> None:

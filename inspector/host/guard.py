@@ -192,7 +192,10 @@ class Watchdog:
             if entry is None or entry[1] != stuck.token or self._fired.get(stuck.thread) != stuck.token:
                 return False
             self._abandoned.add(stuck.thread)
-            return True
+        from inspector.host.gc_batches import release_thread
+
+        release_thread(stuck.thread)  # the blocked run must not keep collection paused for good
+        return True
 
     def stack_at_deadline(self) -> str | None:
         """Where this thread's hook was when the watchdog fired (once; None if it never fired)."""

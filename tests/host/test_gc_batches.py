@@ -64,3 +64,24 @@ def test_cycles_an_engine_leaves_behind_are_reclaimed_during_the_replay(config, 
 
     replay(coding_session(PREPARE_TURNS * 2 + 2, tool_chars=200), Watching(), config, simulator=nocache)
     assert seen_during[-1] > 0  # collected between batches, before the replay ended
+
+
+def test_a_run_abandoned_inside_its_block_no_longer_keeps_collection_paused():
+    from inspector.host.gc_batches import release_thread
+
+    inside, release = threading.Event(), threading.Event()
+
+    def stuck_replay():
+        with collection_in_batches():
+            inside.set()
+            release.wait(5)  # blocked, as a hook that never returns
+
+    worker = threading.Thread(target=stuck_replay)
+    worker.start()
+    inside.wait(5)
+    assert not gc.isenabled()
+    release_thread(worker.ident)  # what abandoning the run does
+    assert gc.isenabled()
+    release.set()
+    worker.join(5)
+    assert gc.isenabled()  # its late exit changes nothing

@@ -296,6 +296,9 @@ def test_a_worker_run_stuck_in_a_hook_is_abandoned_and_the_late_return_records_n
     assert last.kind == "update_from_response" and last.fault.kind == "timeout"
     assert "abandoned" in last.fault.message and "release.wait()" in last.fault.traceback
     assert last.fault.where.startswith(f"{__file__}:") and trace.meta["abandoned"]
+    import gc
+
+    assert gc.isenabled(), "the blocked run no longer keeps automatic collection paused"
     recorded = len(trace.events)
     release.set()  # the hook returns at last
     worker.join(10)
