@@ -28,8 +28,9 @@ from inspector.ui import theme
 from inspector.ui.derive import event_label, is_cache_miss
 from inspector.ui.painted_views import cell_offsets
 
-TOOLTIP_TRACEBACK_LINES = 12  # the end of a fault's traceback: where in the engine it failed
+TOOLTIP_TRACEBACK_LINES = 3  # the end of a fault's traceback, under the engine's file and line
 TOOLTIP_OUTPUT_LINES = 8  # the end of what the engine printed and logged during the call
+TOOLTIP_LINE_CHARS = 100  # each line shortened, so a few long lines cannot crowd out the rest
 COLUMNS = ("Event", "#", "ms")  # the turn is the tree level; a column for it would only cost repaints
 _ROOT = -1
 
@@ -347,22 +348,45 @@ class EventTreeModel(QAbstractItemModel):
         return cells
 
     def _tooltip(self, k: int) -> str:
+        """The event, its fault's place in the engine, then the end of what it printed.
+
+        The label already carries the fault message, so the traceback part drops its repeat. When
+        everything does not fit the tooltip's limit the top is shortened, never the end: the last
+        thing the engine printed is what an author looks for.
+        """
         assert self._trace is not None
         ev = self._trace.events[k]
-        parts = [f"event {k} · {ev.kind}", self.label(k)]
+        head = [f"event {k} · {ev.kind}", _short(self.label(k), 2 * TOOLTIP_LINE_CHARS)]
         if ev.fault is not None:
-            parts.append(f"{ev.fault.kind}: {ev.fault.message}")
-            if ev.fault.traceback:  # the engine's file and line: what an author needs first
-                parts.append("\n".join(ev.fault.traceback.rstrip().splitlines()[-TOOLTIP_TRACEBACK_LINES:]))
+            where = ev.fault.where
+            if where:
+                head.append(f"at {where}")
+            tb = (ev.fault.traceback or "").rstrip()
+            message = ev.fault.message.strip()
+            if message and tb.endswith(message):  # Python's last line repeats the message
+                tb = tb[:-len(message)].rstrip()
+            lines = [line for line in tb.splitlines() if line.strip(" ^~")]  # not 3.11's carets
+            if lines:
+                head.append("\n".join(_short(line, TOOLTIP_LINE_CHARS) for line in lines[-TOOLTIP_TRACEBACK_LINES:]))
+        tail: list[str] = []
         if ev.output is not None:  # its end: what the engine said last (all of it in the Engine panel)
             lines = ev.output.rstrip("\n").splitlines()
-            parts.append("engine output" + (f" (last {TOOLTIP_OUTPUT_LINES} of {len(lines)} lines)"
-                                            if len(lines) > TOOLTIP_OUTPUT_LINES else "") + ":")
-            # Each line shortened, so the tooltip's own limit never cuts off the last ones.
-            parts.append("\n".join(line if len(line) <= 160 else line[:160] + " …"
-                                   for line in lines[-TOOLTIP_OUTPUT_LINES:]))
+            tail.append("engine output" + (f" (last {TOOLTIP_OUTPUT_LINES} of {len(lines)} lines)"
+                                           if len(lines) > TOOLTIP_OUTPUT_LINES else "") + ":")
+            tail.append("\n".join(_short(line, TOOLTIP_LINE_CHARS, keep_end=True) for line in lines[-TOOLTIP_OUTPUT_LINES:]))
         mark = self._marked.get(k)
         if mark is not None:
-            parts.append(f"bookmark: {mark.label}\n{mark.note}".rstrip())
-        return theme.plain_tooltip("\n".join(parts))
+            tail.append(_short(f"bookmark: {mark.label}\n{mark.note}".rstrip(), 2 * TOOLTIP_LINE_CHARS))
+        end = "\n".join(tail)
+        room = theme.TOOLTIP_LIMIT - len(end) - 1
+        top = "\n".join(head)
+        if len(top) > room:
+            top = top[:max(0, room - 2)] + " …"
+        return theme.plain_tooltip("\n".join([top, end]) if end else top)
 
+
+def _short(line: str, limit: int, *, keep_end: bool = False) -> str:
+    """``line`` cut to about ``limit`` characters; ``keep_end`` keeps its end too (a log line's figures)."""
+    if len(line) <= limit:
+        return line
+    return line[:limit * 2 // 3] + " … " + line[-(limit // 3):] if keep_end else line[:limit] + " …"

@@ -190,9 +190,10 @@ class TextLine(QWidget):
     """
 
     def __init__(self, lines: int = 1, *, bold: bool = False, align: Qt.AlignmentFlag = Qt.AlignmentFlag.AlignLeft,
-                 parent: QWidget | None = None) -> None:
+                 elide: Qt.TextElideMode = Qt.TextElideMode.ElideRight, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._text = ""
+        self._elide = elide  # of a one-line text (ElideLeft keeps the end of a path)
         self._lines = lines
         self._fit_key: tuple[str, int] | None = None
         self._fit: list[str] = []
@@ -261,7 +262,7 @@ class TextLine(QWidget):
         if key == self._fit_key:
             return self._fit, self._fit_cut
         fm = self.fontMetrics()
-        elide = Qt.TextElideMode.ElideRight
+        elide = self._elide if self._lines == 1 else Qt.TextElideMode.ElideRight
         out: list[str] = []
         cut = False
         if self._lines == 1:
@@ -302,7 +303,10 @@ def readout_label(lines: int = 1) -> TextLine:
 
 
 # -- text ------------------------------------------------------------------------------
-def plain_tooltip(text: str, limit: int = 1500) -> str:
+TOOLTIP_LIMIT = 1500  # characters; a longer tooltip covers the screen
+
+
+def plain_tooltip(text: str, limit: int = TOOLTIP_LIMIT) -> str:
     """A tooltip that shows ``text`` literally: Qt would otherwise guess HTML in user content."""
     if len(text) > limit:
         text = text[:limit] + " …"

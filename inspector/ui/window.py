@@ -122,12 +122,17 @@ _SCROLLED_MIN_HEIGHT = 90
 
 
 class _ScrollingDock(QScrollArea):
-    """Scrolls its panel vertically; keeps the panel's own minimum width (columns never hide)."""
+    """Scrolls its panel vertically; keeps the panel's own minimum width (columns never hide).
+
+    The panel is sized here, not by QScrollArea's widgetResizable: for a panel with a word-wrapped
+    label that one lays it out at its *preferred* height for the width, so a panel that fits the
+    dock (its tree could shrink) was laid out taller and its lower part hid below the fold.
+    """
 
     def __init__(self, panel: QWidget) -> None:
         super().__init__()
         self.setObjectName(f"scroll_{panel.objectName()}")
-        self.setWidgetResizable(True)
+        self.setWidgetResizable(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setWidget(panel)
@@ -137,12 +142,31 @@ class _ScrollingDock(QScrollArea):
         inner = self.widget().minimumSizeHint() if self.widget() is not None else QSize(0, 0)
         return QSize(inner.width() + self.verticalScrollBar().sizeHint().width(), _SCROLLED_MIN_HEIGHT)
 
+    def _fit_panel(self) -> None:
+        """The viewport's width, and its height unless the panel's minimum for that width is taller."""
+        panel = self.widget()
+        if panel is None:
+            return
+        width = max(self.viewport().width(), panel.minimumSizeHint().width())
+        layout = panel.layout()
+        if layout is not None and layout.hasHeightForWidth():
+            needed = layout.totalMinimumHeightForWidth(width)
+        else:
+            needed = panel.minimumSizeHint().height()
+        size = QSize(width, max(self.viewport().height(), needed))
+        if panel.size() != size:
+            panel.resize(size)
+
+    def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.Resize:  # the dock resized, or the scroll bar came or went
+            self._fit_panel()
+        return super().viewportEvent(event)
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:
             self.updateGeometry()  # the panel's minimum width changed (a comparison's columns)
+            self._fit_panel()
         return super().eventFilter(watched, event)
-
-
 
 
 # Saved traces larger than this are read on a worker thread (a 2,000-turn trace is a few MB).

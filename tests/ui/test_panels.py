@@ -584,3 +584,90 @@ def test_a_legend_wraps_onto_more_rows_in_a_narrow_plot(qapp) -> None:
     assert legend.columnCount == 1, "never past the plot's edge"
     legend.fit(60, wide * 3 + 5)
     assert not legend.isVisible(), "a short plot keeps its height for the data"
+
+
+def test_counters_show_where_in_the_engine_a_fault_happened_on_a_line_that_keeps_file_and_line(
+        shown, faulty_trace: Trace) -> None:
+    from inspector.ui.panels.counters import CountersPanel
+
+    cursor, make = shown
+    panel = make(CountersPanel, faulty_trace, width=340)
+    k = next(ev.index for ev in faulty_trace.events if ev.fault is not None and ev.fault.where)
+    where = faulty_trace.events[k].fault.where
+    cursor.set(k)
+    QApplication.processEvents()
+    assert "Fault at this event" in panel.alert.text()
+    assert panel.fault_where.text() == f"at {where}"
+    assert panel.fault_where.isVisible()
+    drawn, cut = panel.fault_where._fitted(panel.fault_where.width() - 8)
+    tail = where.rsplit("/", 1)[-1]  # file:line in function
+    assert drawn[0].endswith(tail)
+    if cut:
+        assert where in panel.fault_where.toolTip()
+    quiet = next(ev.index for ev in faulty_trace.events if ev.fault is None)
+    cursor.set(quiet)
+    assert panel.fault_where.text() == ""
+
+
+def _comparison(*named: tuple[str, Trace]):  # noqa: ANN202 - a CompareView
+    from inspector.compare.runs import Comparison, RunResult, RunSpec
+    from inspector.ui.compare import CompareView
+
+    return CompareView(Comparison(runs=[RunResult(spec=RunSpec(name, (), name), trace=t) for name, t in named]))
+
+
+def test_comparison_counters_show_the_fault_of_a_run_at_the_cursor(shown, faulty_trace: Trace,
+                                                                  demo_trace: Trace) -> None:
+    from inspector.ui.panels.counters import CountersPanel
+
+    cursor, make = shown
+    panel = make(CountersPanel, None, width=400)
+    view = _comparison(("faulty", faulty_trace), ("calm", demo_trace))
+    panel.set_comparison(view)
+    cursor.set_trace(view.primary_trace)
+    k = next(ev.index for ev in faulty_trace.events if ev.fault is not None and ev.fault.where)
+    cursor.set(k)
+    QApplication.processEvents()
+    assert f"Fault at faulty event {k}" in panel.alert.text()
+    assert panel.fault_where.text() == f"at {faulty_trace.events[k].fault.where}"
+    assert panel.alert.isVisible() and panel.fault_where.isVisible()
+    quiet = next(ev.index for ev in faulty_trace.events if ev.fault is None and ev.kind == tm.EV_TURN)
+    cursor.set(quiet)
+    assert panel.alert.text() == "" and panel.fault_where.text() == ""
+
+
+@pytest.mark.parametrize("width", [300, 330, 420])
+def test_comparison_counter_columns_fit_the_panel_and_never_paint_over_each_other(
+        shown, demo_trace: Trace, width: int) -> None:
+    from inspector.ui.panels.counters import CountersPanel
+
+    cursor, make = shown
+    panel = make(CountersPanel, None, width=width)
+    names = ("compressor-with-a-long-name", "lcm", "recall")
+    view = _comparison(*((name, demo_trace) for name in names))
+    panel.set_comparison(view)
+    cursor.set_trace(view.primary_trace)
+    panel.resize(max(width, panel.minimumSizeHint().width()), 500)
+    cursor.set(len(demo_trace) - 1)
+    QApplication.processEvents()
+    box = panel.compare_box
+    assert box.geometry().right() <= panel.width()
+    grid = panel.compare_grid
+    rows: dict[int, list] = {}
+    for i in range(grid.count()):
+        r, c, _rs, cs = grid.getItemPosition(i)
+        if cs == 1:
+            rows.setdefault(r, []).append((c, grid.itemAt(i).widget()))
+    for r, cells in rows.items():
+        cells.sort(key=lambda cell: cell[0])
+        for (_c, left), (_d, right) in zip(cells, cells[1:]):
+            assert left.geometry().right() < right.geometry().left(), f"row {r}: {left.text()!r} under {right.text()!r}"
+        assert cells[-1][1].geometry().right() < box.width()
+        for _c, cell in cells:
+            if r > 0:  # a figure is never cut
+                assert cell.fontMetrics().horizontalAdvance(cell.text()) <= cell.width() - 8, cell.text()
+    head = rows[0][1][1]
+    assert head.text() == names[0]
+    drawn, cut = head._fitted(head.width())
+    if cut:
+        assert drawn[0].endswith("…") and names[0] in head.toolTip()

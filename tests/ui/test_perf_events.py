@@ -182,3 +182,22 @@ def test_the_text_filter_is_prepared_in_idle_time_after_a_long_trace_opens(windo
         events.model.set_filter(text, frozenset())
         fresh.set_filter(text, frozenset())
         assert events.model._flat == fresh._flat, "prepared labels filter exactly like labels made on demand"
+
+
+def test_a_faulted_call_s_tooltip_names_the_fault_once_and_ends_with_the_last_line_printed() -> None:
+    trace = build_trace(8, faults=False, seed=5)
+    ev = next(e for e in trace.events if e.kind == tm.EV_RESPONSE)
+    message = "KeyError: 'usage payload " + "z" * 150 + "'"
+    frames = "".join(f'  File "/site/host/layer{i}.py", line {i}, in call{i}\n    step{i}()\n' for i in range(5))
+    ev.fault = tm.Fault("exception", message, "Traceback (most recent call last):\n" + frames
+                        + '  File "/plugins/noisy/__init__.py", line 21, in update_from_response\n'
+                        + "    raise KeyError(payload)\n" + message + "\n")
+    ev.output = "".join(f"debug {i:02d} state=" + "y" * 180 + f" LAST{i:02d}\n" for i in range(11)) + "FINAL: about to fail\n"
+    model = EventTreeModel()
+    model.set_trace(trace)
+    tip = html.unescape(model.data(model.index_for_event(ev.index), Qt.ItemDataRole.ToolTipRole))
+    assert tip.endswith("FINAL: about to fail</pre></qt>")
+    assert "LAST10" in tip, "each long output line keeps its end"
+    assert tip.count("usage payload") == 1
+    assert ev.fault.where is not None and f"at {ev.fault.where}" in tip
+    assert "layer0.py" not in tip, "a few traceback lines, not all of them"

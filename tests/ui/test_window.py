@@ -593,3 +593,23 @@ def test_a_screenshot_of_what_cannot_be_opened_fails_instead_of_picturing_an_emp
                            str(tmp_path / "missing.jsonl")], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no such file" in done.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_the_engine_output_box_and_its_buttons_fit_the_dock_of_a_small_window(make_window, faulty_trace: Trace) -> None:
+    window = make_window()
+    window.resize(1024, 640)
+    window.reset_layout()
+    window.set_trace(faulty_trace)
+    window.cursor.set(next(ev.index for ev in faulty_trace.events if ev.output is not None))
+    window.docks["engine"].raise_()
+    for _ in range(3):
+        QApplication.processEvents()
+    panel = window.panels["engine"]
+    scroll = window.docks["engine"].widget()
+    assert isinstance(scroll, QScrollArea)
+    viewport = scroll.viewport()
+    for widget in (panel.output_text, panel.next_output, panel.prev_output):
+        top_left = widget.mapTo(viewport, widget.rect().topLeft())
+        bottom = top_left.y() + widget.height()
+        assert 0 <= top_left.y() and bottom <= viewport.height(), (type(widget).__name__, bottom, viewport.height())
+    assert panel.output_text.viewport().height() >= 2 * panel.output_text.fontMetrics().lineSpacing()

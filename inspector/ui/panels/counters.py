@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
-from PySide6.QtWidgets import QGridLayout, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGridLayout, QSizePolicy, QVBoxLayout, QWidget
 
 from inspector.trace import model as tm
 from inspector.trace.model import Trace
@@ -26,6 +26,8 @@ ROWS = (
     ("context_length", "Context length"),
     ("compression_count", "Compressions"),
 )
+# the widest figure a comparison column must show whole (a run name may be cut, a figure never)
+COMPARE_VALUE_WIDEST = "99,999,999"
 
 
 class UsageBar(QWidget):
@@ -58,11 +60,21 @@ class UsageBar(QWidget):
         p.end()
 
 
-def _label(text: str = "", *, bold: bool = False, align_right: bool = False, widest: str = "") -> theme.TextLine:
-    """A counter cell: painted text, so updating it on every step never re-lays out the window."""
+def _label(text: str = "", *, bold: bool = False, align_right: bool = False, widest: str = "",
+           whole: bool = True) -> theme.TextLine:
+    """A counter cell: painted text, so updating it on every step never re-lays out the window.
+
+    At least as wide as ``widest`` (and as ``text`` when ``whole``), filling its grid cell: a
+    cell of fixed width narrower than its column was placed past the column's edge and painted
+    over by its neighbour. Text that does not fit ends in "…" with the whole of it in the tooltip.
+    """
     label = theme.TextLine(1, bold=bold, align=Qt.AlignmentFlag.AlignRight if align_right else Qt.AlignmentFlag.AlignLeft)
     metrics = label.fontMetrics()  # the cell's own (bold) font: a header is as wide as its text
-    label.setFixedWidth(max(metrics.horizontalAdvance(widest or "0"), metrics.horizontalAdvance(text)) + 8)
+    needed = metrics.horizontalAdvance(widest or "0")
+    if whole:
+        needed = max(needed, metrics.horizontalAdvance(text))
+    label.setMinimumWidth(needed + 8)
+    label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
     label.setText(text)
     return label
 
@@ -94,8 +106,11 @@ class CountersPanel(CompareAware, Panel):
             grid.addWidget(self.deltas[name], row, 2)
         grid.setColumnStretch(0, 1)
         self.usage_bar = UsageBar()
-        # always present (empty when there is nothing to say) so showing an alert moves nothing
+        # always present (empty when there is nothing to say) so showing an alert moves nothing;
+        # shared by both modes. The fault's place in the engine gets a line of its own, elided at
+        # the start of the path so the file name, line and function always show.
         self.alert = theme.readout_label(2)
+        self.fault_where = theme.TextLine(1, elide=Qt.TextElideMode.ElideLeft)
 
         self.single_box = QWidget()
         single = QVBoxLayout(self.single_box)
@@ -103,7 +118,6 @@ class CountersPanel(CompareAware, Panel):
         single.addWidget(self.where)
         single.addLayout(grid)
         single.addWidget(self.usage_bar)
-        single.addWidget(self.alert)
         # comparison mode: one column per run (value, and the delta to the first run), built per comparison
         self.compare_box = QWidget()
         self.compare_box.hide()
@@ -119,6 +133,8 @@ class CountersPanel(CompareAware, Panel):
         layout.addWidget(self.single_box)
         layout.addWidget(self.compare_where)
         layout.addWidget(self.compare_box)
+        layout.addWidget(self.alert)
+        layout.addWidget(self.fault_where)
         layout.addStretch(1)
         self.compare_where.hide()
 
@@ -132,12 +148,15 @@ class CountersPanel(CompareAware, Panel):
             item = self.compare_grid.takeAt(0)
             if item.widget() is not None:
                 item.widget().deleteLater()
+        for col in range(self.compare_grid.columnCount()):
+            self.compare_grid.setColumnStretch(col, 0)
         self.run_cells = {}
         if view is None:
             return
         self.compare_grid.addWidget(_label("", bold=True, widest="Compressions"), 0, 0)
         for col, run in enumerate(view.runs):
-            head = _label(view.label(run), bold=True, align_right=True, widest=max(view.label(run)[:16], "9,999,999", key=len))
+            # as wide as its figures: a longer run name ends in "…" (the whole of it in the tooltip)
+            head = _label(view.label(run), bold=True, align_right=True, widest=COMPARE_VALUE_WIDEST, whole=False)
             head.set_colours(view.color(run))
             head.setToolTip(theme.plain_tooltip(view.label(run)))
             self.compare_grid.addWidget(head, 0, 1 + col)
@@ -147,12 +166,13 @@ class CountersPanel(CompareAware, Panel):
             key.setToolTip(name)
             self.compare_grid.addWidget(key, row, 0)
             for col, run in enumerate(view.runs):
-                value = _label("–", bold=True, align_right=True, widest="9,999,999")
+                value = _label("–", bold=True, align_right=True, widest=COMPARE_VALUE_WIDEST)
                 delta = _label("", align_right=True, widest="Δ -999,999")
                 self.compare_grid.addWidget(value, row, 1 + col)
                 self.compare_grid.addWidget(delta, row + 1, 1 + col)
                 self.run_cells[(run, name)] = (value, delta)
-        self.compare_grid.setColumnStretch(0, 1)
+        for col in range(1 + len(view.runs)):
+            self.compare_grid.setColumnStretch(col, 1)
         note = theme.TextLine(2)
         note.setText(f"Second line: Δ vs {view.label(view.runs[0])}. Each run at the same hook of this row; "
                      "grey: no request at this row (the value in force).")
@@ -167,6 +187,15 @@ class CountersPanel(CompareAware, Panel):
         row = view.row_at(k)
         self.compare_where.setText(f"Primary {view.label(view.primary)} event {k} · {view.describe_row(row)}")
         states = counters_at(view.comparison, row if row is not None else 0, at=(view.primary, k))
+        faults: list[tuple[str, tm.Fault]] = []
+        for run in view.runs:
+            state = states[run] if run < len(states) else None
+            trace = view.trace(run)
+            if state is not None and trace is not None:
+                fault = trace.events[state["event"]].fault
+                if fault is not None:
+                    faults.append((f"{view.label(run)} event {state['event']}", fault))
+        self._show_alerts(faults, [])
         for run in view.runs:
             state = states[run] if run < len(states) else None
             for name, _text in ROWS:
@@ -204,8 +233,7 @@ class CountersPanel(CompareAware, Panel):
                 self.deltas[name].setText("")
             self.where.setText("No trace loaded" if trace is None else "The trace has no events")
             self.usage_bar.set_usage(0.0, "usage –", "#43a047")
-            self.alert.setText("")
-            self.alert.set_colours()
+            self._show_alerts([], [])
 
     def _build_compare_grid_clear(self) -> None:
         if self.run_cells:
@@ -261,19 +289,22 @@ class CountersPanel(CompareAware, Panel):
             caption = f"usage {ratio:.1%} of context" + (" · over threshold" if over else "")
         chunk = theme.FAULT if over else ("#fb8c00" if threshold and prompt >= 0.8 * threshold else "#66bb6a")
         self.usage_bar.set_usage(ratio, caption, chunk)
-        alerts = []
-        if ev.fault is not None:
-            alerts.append(f"Fault at this event — {ev.fault.kind}: {ev.fault.message}"
-                          + (f"\nat {ev.fault.where}" if ev.fault.where else ""))
-        if over:
-            alerts.append(f"Over threshold: {prompt:,} ≥ {threshold:,} tokens")
+        notes = [f"Over threshold: {prompt:,} ≥ {threshold:,} tokens"] if over else []
         if is_committed_compression(ev):
-            alerts.append("Compression at this event")
+            notes.append("Compression at this event")
         elif ev.kind == tm.EV_COMPRESS and ev.fault is None:
             # Hermes kept the transcript as it was: not a compression (the header and summary agree)
             unchanged = isinstance(ev.result, dict) and ev.result.get("unchanged")
-            alerts.append("Compress: no progress, transcript unchanged" if unchanged
-                          else "Compress aborted: transcript unchanged")
+            notes.append("Compress: no progress, transcript unchanged" if unchanged
+                         else "Compress aborted: transcript unchanged")
+        self._show_alerts([("this event", ev.fault)] if ev.fault is not None else [], notes,
+                          colour=theme.FAULT if over else theme.COMPRESS)
+
+    def _show_alerts(self, faults: list[tuple[str, tm.Fault]], notes: list[str], colour: str = theme.COMPRESS) -> None:
+        """The alert box (faults first, then ``notes``) and the first fault's file and line under it."""
+        alerts = [f"Fault at {who} — {fault.kind}: {fault.message}" for who, fault in faults] + notes
         self.alert.setText("\n".join(alerts))
-        colour = theme.FAULT if (ev.fault is not None or over) else theme.COMPRESS
-        self.alert.set_colours("white", colour if alerts else None)
+        self.alert.set_colours("white", (theme.FAULT if faults else colour) if alerts else None)
+        where = next((fault.where for _who, fault in faults if fault.where), None)
+        self.fault_where.setText(f"at {where}" if where else "")
+        self.fault_where.set_colours("white", theme.FAULT if where else None)
