@@ -46,13 +46,17 @@ def real_expanduser(path: str | os.PathLike[str]) -> Path:
     return Path(_real_expanduser(os.fspath(path)))
 
 
-def make_mirror(hermes_home: Path | None = None) -> Path:
+def make_mirror(hermes_home: Path | None = None, registry: set[Path] | None = None) -> Path:
     """A private folder standing in for the home folder.
 
     Its ``.hermes`` is a real folder inside it (the sandbox: ``~/.hermes/..`` stays in the
     mirror), or a link to ``hermes_home`` when the user chose a Hermes home of their own.
+    ``registry`` (the folders removed at exit) gets it at once, so an interrupt while it is
+    being filled cannot leave it behind.
     """
     mirror = Path(tempfile.mkdtemp(prefix="context-inspector-user-home-"))
+    if registry is not None:
+        registry.add(mirror)
     os.chmod(mirror, 0o700)
     if hermes_home is None:
         (mirror / ".hermes").mkdir(mode=0o700)

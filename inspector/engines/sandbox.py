@@ -46,8 +46,7 @@ def shield_real_home() -> Path:
     if _SHIELD is None or not _SHIELD.is_dir():
         from inspector.engines.home_mirror import make_mirror, set_process_mirror
 
-        mirror = make_mirror()  # ~ for engine code outside a run: its .hermes is this folder
-        _LIVE.add(mirror)
+        mirror = make_mirror(None, _LIVE)  # ~ for engine code outside a run: its .hermes is this folder
         _SHIELD = mirror / ".hermes"
         set_process_mirror(mirror)
     os.environ["HERMES_HOME"] = str(_SHIELD)
@@ -88,11 +87,9 @@ def create_sandbox(config: dict[str, Any], *, real_home: str | Path | None = Non
     if real_home is not None:
         path = real_expanduser(real_home)
         path.mkdir(parents=True, exist_ok=True)
-        mirror = make_mirror(path)
-        _LIVE.add(mirror)
+        mirror = make_mirror(path, _LIVE)
         return Sandbox(path=path, temporary=False, baseline=_snapshot(path), user_home=mirror)
-    mirror = make_mirror()  # the sandbox is the mirror's .hermes, so ~/.hermes/.. stays private too
-    _LIVE.add(mirror)
+    mirror = make_mirror(None, _LIVE)  # the sandbox is the mirror's .hermes: ~/.hermes/.. stays private
     path = mirror / ".hermes"
     text = yaml.safe_dump(_plain(config), sort_keys=False, allow_unicode=True)
     (path / CONFIG_NAME).write_text(text, encoding="utf-8")  # may hold an API key: the folder is 0700

@@ -46,3 +46,22 @@ def test_threads_outside_a_run_get_the_process_mirror_and_the_main_thread_the_re
         assert Path.home() == tmp_path / "run-mirror"
     assert seen["home"] == tmp_path / "process-mirror"
     assert Path.home() == tmp_path  # the inspector's own code on the main thread
+
+
+def test_a_mirror_is_registered_for_removal_before_it_is_filled(tmp_path, monkeypatch):
+    """An interrupt (SIGTERM) while the links are made must not leave the folder behind."""
+    import pytest
+
+    (tmp_path / "a").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "symlink", interrupted)
+    registry: set[Path] = set()
+    with pytest.raises(KeyboardInterrupt):
+        home_mirror.make_mirror(tmp_path, registry)
+    (mirror,) = registry
+    assert mirror.is_dir()
+    shutil.rmtree(mirror)
