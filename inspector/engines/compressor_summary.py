@@ -113,15 +113,16 @@ def is_summary_message(message: Any) -> bool:
     return is_summary_text(message_text(message))
 
 
+def _from_the_user(message: Any) -> bool:
+    """A user row that is neither a summary nor synthetic scaffolding."""
+    return (isinstance(message, dict) and message.get("role") == "user"
+            and not (message.get("_todo_snapshot_synthetic") or message.get("_synthetic"))
+            and not is_summary_message(message))
+
+
 def is_real_user_message(message: Any) -> bool:
     """A user row a human typed: not a summary, not synthetic scaffolding, with text."""
-    if not isinstance(message, dict) or message.get("role") != "user":
-        return False
-    if message.get("_todo_snapshot_synthetic") or message.get("_synthetic"):
-        return False
-    if is_summary_message(message):
-        return False
-    return bool(message_text(message).strip())
+    return _from_the_user(message) and bool(message_text(message).strip())
 
 
 def is_actionable_user_message(message: Any) -> bool:
@@ -129,13 +130,7 @@ def is_actionable_user_message(message: Any) -> bool:
 
     Unlike :func:`is_real_user_message` it needs no text: a row with only an image is an ask.
     """
-    if not isinstance(message, dict) or message.get("role") != "user":
-        return False
-    if message.get("_todo_snapshot_synthetic") or message.get("_synthetic"):
-        return False
-    if is_summary_message(message):
-        return False
-    return not _is_blank(message.get("content"))
+    return _from_the_user(message) and not _is_blank(message.get("content"))
 
 
 def _is_blank(content: Any) -> bool:
