@@ -5,7 +5,7 @@ with each run's sandbox. Plugins often build the path themselves instead
 (``os.path.expanduser("~/.hermes/…")``, ``Path.home() / ".hermes"``), and would write replayed
 sessions into the user's real agent state. So each run gets a mirror of the home folder: a
 private folder holding a link to every entry of the real home (an engine still reads
-``~/.config`` or finds ``~/.bun``) except ``.hermes``, which links to the run's sandbox.
+``~/.config`` or finds ``~/.bun``) except ``.hermes``, which is the run's sandbox itself.
 
 ``os.path.expanduser`` (which ``Path.home()`` and ``Path.expanduser()`` call) answers with the
 run's mirror in a context where a run is active (:func:`using`): hook calls, including the
