@@ -20,6 +20,7 @@ import functools
 import itertools
 import os
 import queue
+import re
 import signal
 import sys
 import threading
@@ -303,7 +304,29 @@ def locate_in_engine(fault: Fault, fn: Callable[..., Any]) -> Fault:
         fault.traceback += f"The engine's own innermost line:\n  File \"{path}\", line {line}, in {name}\n"
     elif not own and fault.where_is_engine_code() is not True:
         fault.traceback = (fault.traceback or "") + _defined_at(fn)
+    elif not own and package:
+        fault.traceback += _refusing_override(fault.message, fn, package)
     return fault
+
+
+_REFUSED_CALL = re.compile(r"^TypeError: (?:[\w.<>]+\.)?(\w+)\(\) (?:got an unexpected|missing \d|takes )")
+
+
+def _refusing_override(message: str, fn: Any, package: str) -> str:
+    """The engine's definition of a method the base class called with arguments it refuses.
+
+    Code inherited from the stand-in compressor calls the engine's overrides with Hermes'
+    arguments; an override with an older signature fails at that call, in the base class, so
+    the line the author must change is the override's ``def``.
+    """
+    found = _REFUSED_CALL.match(message or "")
+    owner = getattr(fn, "__self__", None)
+    method = getattr(type(owner), found.group(1), None) if found and owner is not None else None
+    code = _hook_code(method) if method is not None else None
+    if code is None or not code.co_filename.startswith(package):
+        return ""
+    return (f"The engine's method the call refused:\n  File \"{code.co_filename}\", line {code.co_firstlineno}, "
+            f"in {code.co_name}\n")
 
 
 def _hook_code(fn: Any) -> Any:

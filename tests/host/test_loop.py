@@ -401,6 +401,29 @@ def test_faults_name_the_engines_own_line_whatever_the_hook_is_or_calls(config, 
     assert where["on_session_start"] == f"{__file__}:{start + 1} in on_session_start"
 
 
+def test_an_override_the_inherited_compressor_calls_with_arguments_it_refuses_is_located(config, nocache):
+    """compresr's case: Hermes' compress calls ``_generate_summary(..., memory_context=...)``."""
+    import inspect
+
+    from inspector.engines.compressor import ContextCompressor
+
+    class OldSummary(ContextCompressor):
+        def __init__(self):
+            super().__init__("test-model", config_context_length=64000, quiet_mode=True)
+
+        def update_model(self, *a, **kw):
+            super().update_model(*a, **kw)
+            self.threshold_tokens = 3000
+
+        def _generate_summary(self, turns, focus_topic=None):  # predates memory_context
+            return "summary"
+
+    trace = replay(coding_session(6), OldSummary(), config, simulator=nocache)
+    faults = [trace.events[i].fault for i in trace.fault_events if trace.events[i].kind == "compress"]
+    line = inspect.getsourcelines(OldSummary._generate_summary)[1]
+    assert faults and all(f.where == f"{__file__}:{line} in _generate_summary" for f in faults)
+
+
 def test_the_provider_rejects_past_the_models_window_not_the_engines_belief(config, nocache):
     class BelievesBigger(CountingEngine):
         def update_model(self, *a, **kw):
