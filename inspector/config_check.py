@@ -48,6 +48,7 @@ INSPECTOR_KEYS: dict[str, tuple[str, float | None, float | None]] = {
     "inspector.hook_timeout_seconds": ("num", 0, None),
     "inspector.tokenizer": ("str", None, None),
     "inspector.cache_profile": ("str", None, None),
+    "inspector.host_profile": ("str", None, None),
     "inspector.live.timeout": ("num", 0, None),
 }
 # Known keys per section, for "did you mean" on typos (Hermes has more; only near misses are flagged).
@@ -60,7 +61,7 @@ KNOWN = {
                     "proactive_prune_min_reclaim_tokens", "micro_compact", "idle_compact_after_seconds", "tail_mode"),
     "prompt_caching": ("cache_ttl",),
     "inspector": ("tokenizer", "cache_profile", "cache_rules", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines",
-                  "offline_fallback_counts", "aux_offline_stand_in"),
+                  "offline_fallback_counts", "aux_offline_stand_in", "host_profile"),
 }
 # Newer Hermes settings the inspector reads but does not model yet, with the value its results
 # correspond to (Hermes' default): set to anything else, they are reported as having no effect.
@@ -134,6 +135,14 @@ def check_config(config: dict[str, Any]) -> list[str]:
         why = _bad(kind, value, low, high) if present else None
         if why:
             raise ConfigProblem(f"{dotted}: {why}, got {value!r}")
+    present, name = _get(config, "inspector.host_profile")
+    if present and name:
+        from inspector.host.profiles import ProfileError, profile_named
+
+        try:
+            profile_named(name)
+        except ProfileError as exc:
+            raise ConfigProblem(str(exc)) from None
     warnings = []
     for dotted, (kind, low, high, fallback) in HERMES_KEYS.items():
         present, value = _get(config, dotted)

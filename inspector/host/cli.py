@@ -169,6 +169,8 @@ def print_summary(traces: list, names: list[str], out=None) -> None:
         if key == "hit_rate":
             vals = [f"{v * 100:.1f}%" for v in vals]
         rows.append([label] + vals)
+    # Which Hermes each run's host played (inspector.host_profile); older traces do not say.
+    rows.append(["host profile"] + [str(t.meta.get("host_profile") or "not recorded") for t in traces])
     out.write("\n")
     _print_table(header, rows, out, left=(0,))
 
@@ -287,7 +289,7 @@ def _report(args: argparse.Namespace, traces: list, names: list[str], session: d
         from inspector.trace.summary import fault_rows, output_rows, per_turn_rows, summarise
 
         json.dump({"session": session,
-                   "runs": [{"engine": n, "summary": summarise(t), "turns": per_turn_rows(t), "faults": fault_rows(t),
+                   "runs": [{"engine": n, "host_profile": t.meta.get("host_profile"), "summary": summarise(t), "turns": per_turn_rows(t), "faults": fault_rows(t),
                              "output": output_rows(t)}
                             for n, t in zip(names, traces)]}, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -28,6 +28,7 @@ from inspector.engines.loading import window_for
 from inspector.engines.run_context import RunContext, offline_stand_in_for, running
 from inspector.host import capture
 from inspector.host.guard import CallOutcome, HookAbandoned, call_inline, call_on_pool, locate_in_engine
+from inspector.host.profiles import HostProfile, profile_for
 from inspector.host.responders import ProviderResponse, Responder
 from inspector.host.shaping import (
     VALID_ROLES,
@@ -109,12 +110,13 @@ HOST_DIFFERENCES = [
     "Usage passed to update_from_response is synthesised from tokenizer counts of the request the engine produced "
     "(plus tool schemas) and of the recorded completion, with cache read/write from the cache simulator; "
     "the transcript's recorded usage is kept beside it.",
-    "No SessionDB: compaction is emulated in place (on_session_end, then on_session_start with "
-    "boundary_reason='compression'); no session rotation, no durable cooldowns or locks.",
+    "No SessionDB: bind_session_state gets session_db=None, and compaction is emulated in place the way Hermes "
+    "compacts with a session database (on_session_end, then on_session_start with boundary_reason='compression'; "
+    "without a database Hermes 0.19.0 calls only on_session_start); no session rotation, no durable cooldowns "
+    "or locks.",
     "No memory provider, todo store, MoA or ephemeral system prompt; the system prompt never changes on compaction.",
     "Engine tool calls found in the transcript are dispatched to the engine; the transcript's recorded result "
-    "stays in the history and the engine's result is recorded beside it. All engine calls of one batch run "
-    "before the batch's recorded results join the history (Hermes appends each result before the next call).",
+    "stays in the history and the engine's result is recorded beside it.",
     "Compaction summaries written by the original agent are not replayed into the history; they appear as markers.",
     "With no auxiliary provider at all, the deterministic summary of every ContextCompressor (the built-in, and "
     "those plugins subclass or build inside themselves) stands in for the LLM summary Hermes' "
@@ -126,8 +128,6 @@ HOST_DIFFERENCES = [
     "time.monotonic() or time.time() readings in plugin code are the wall clock.",
     "Inline hooks run under a watchdog (inspector.hook_timeout_seconds); Hermes has no such timeout. A hook "
     "that times out twice is not called again in the run (treated as timed out).",
-    "The host reads get_status() after hooks to show it (only when a token attribute changed, for engines that "
-    "keep the base class's); Hermes itself does not call it during a turn.",
     "A compress that timed out keeps running in the background, as in Hermes; the next pass waits up to one "
     "more timeout for it (a replay reaches it in milliseconds, the agent after a provider call), and while it "
     "still runs every pass is skipped: two passes never overlap. What it changes in the engine when it "
@@ -266,6 +266,26 @@ def is_real_user(message: dict[str, Any]) -> bool:
     return bool(text) and not text.startswith(SUMMARY_PREFIXES)
 
 
+API_MODES = ("chat_completions", "codex_responses", "anthropic_messages", "bedrock_converse", "codex_app_server")
+
+
+def resolved_api_mode(configured: str, provider: str, base_url: str) -> str:
+    """The api_mode Hermes gives the agent, and so ``update_model`` (agent/agent_init.py:440-471):
+    a known configured mode, else one derived from the provider or endpoint, else chat_completions."""
+    if configured in API_MODES:
+        return configured
+    url = base_url.lower().rstrip("/")
+    host = re.sub(r"^[a-z]+://", "", url).split("/", 1)[0].split(":", 1)[0]
+    if provider in ("openai-codex", "xai", "xai-oauth") or host == "api.x.ai" or (
+            host == "chatgpt.com" and "/backend-api/codex" in url):
+        return "codex_responses"
+    if provider == "anthropic" or host == "api.anthropic.com" or url.endswith("/anthropic"):
+        return "anthropic_messages"
+    if provider == "bedrock" or (host.startswith("bedrock-runtime.") and host.endswith("amazonaws.com")):
+        return "bedrock_converse"
+    return "chat_completions"
+
+
 class HostSettings:
     """What the host needs from config.yaml, read once."""
 
@@ -276,7 +296,7 @@ class HostSettings:
         self.model = model or str(model_cfg.get("default") or model_cfg.get("model") or "")
         self.provider = str(model_cfg.get("provider") or "")
         self.base_url = str(model_cfg.get("base_url") or "")
-        self.api_mode = str(model_cfg.get("api_mode") or "")
+        self.api_mode = resolved_api_mode(str(model_cfg.get("api_mode") or ""), self.provider, self.base_url)
         self.context_length = window_for(config, self.model)
         self.compression_enabled = str(comp.get("enabled", True)).lower() not in ("false", "0", "no", "off", "")
         self.max_attempts = max(1, min(10, _as_int(comp.get("max_attempts", 3)) or 3))
@@ -415,8 +435,12 @@ class Host:
         hermes_home: str = "",
         model: str | None = None,
         session_clock: bool = False,
+        profile: HostProfile | None = None,
     ) -> None:
         self.engine = engine
+        # Which Hermes this host plays (inspector.host_profile); raises ProfileError for an unknown name.
+        self.profile = profile if profile is not None else profile_for(config)
+        self.gates = self.profile.gates
         self.clock = SessionClock() if session_clock else None
         self.run = RunContext(clock=self.clock or time.monotonic, offline_stand_in=offline_stand_in_for(config))
         self.config = config
@@ -448,6 +472,13 @@ class Host:
         self._turn_exit: str | None = None  # why Hermes would have ended the current turn early  # inline hook kind -> timeouts so far (see HOOK_TIMEOUTS_BEFORE_SKIP)
         self._output = capture.RunOutput(secrets=tuple(config_secrets(config)))
         self.trace.meta.setdefault("message_keys", KEY_SCHEME)
+        self.trace.meta["host_profile"] = self.profile.name
+        if isinstance(self.trace.meta.get("host_differences"), list):
+            told = self.trace.meta["host_differences"]
+            told[:0] = [d for d in self.profile.differences if d not in told]
+        # get_status() inside the loop: only where the profile's Hermes would, or where it is the base
+        # class's (our own code reading token attributes, which no engine can tell apart).
+        self._status_anytime = self.gates.status_in_loop
         # The model the engine is told of (update_model) and the window, cache minimum and prices
         # follow; model.default wins over the transcript's, so reports must say which it was.
         self.trace.meta["assumed_model"] = self.settings.model
@@ -479,7 +510,7 @@ class Host:
         self._turn_user: dict[str, Any] | None = None
         self._turn_calls = 0
         self._overrides = {
-            name: engine_overrides_hook(engine, name)
+            name: self.profile.has(name) and engine_overrides_hook(engine, name)
             for name in (
                 "select_context",
                 "on_turn_complete",
@@ -515,6 +546,8 @@ class Host:
         """``get_status()`` now; call right after :meth:`_state`, whose attribute read it reuses."""
         if self._status_failed:
             return self._status_prev
+        if not (self._status_anytime or self._status_from_state):
+            return None
         if self._status_from_state:
             # The base class's get_status() reads only token attributes: unchanged attributes,
             # unchanged status, so the call is skipped (tens of thousands of events per replay).
@@ -931,11 +964,13 @@ class Host:
         ev.state = self._state()
         self._add(ev)
         self.history.extend(inputs)
-        if self._wants_plugin_hook("pre_llm_call"):  # the arguments cost a copy of the message
-            self._fire_plugin_hook("pre_llm_call", session_id=self.session_id, user_message=_jsonable(user),
-                                   conversation_history=None, is_first_turn=self.turn == 0,
-                                   model=self.settings.model, platform=self.settings.platform)
         self._preflight()
+        # After the preflight, with the history it left (agent/turn_context.py:686-700).
+        if self._wants_plugin_hook("pre_llm_call"):  # the arguments cost a copy of the message
+            self._fire_plugin_hook("pre_llm_call", session_id=self.session_id, task_id=self.session_id,
+                                   turn_id=self._turn_id(), user_message=_jsonable(user),
+                                   conversation_history=list(self.history), is_first_turn=self.turn == 0,
+                                   model=self.settings.model, platform=self.settings.platform, sender_id="")
         last_assistant = None
         try:
             while True:
@@ -962,11 +997,17 @@ class Host:
         self._finish_turn(user, last_assistant, failed=exit_reason not in ("completed", "interrupted"),
                           interrupted=interrupted, reason=exit_reason)
 
+    def _turn_id(self) -> str:
+        return f"turn-{self.turn}"
+
     def _finish_turn(self, user: Any, last_assistant: Any, *, failed: bool, interrupted: bool, reason: str) -> None:
-        if self._wants_plugin_hook("post_llm_call"):
-            self._fire_plugin_hook("post_llm_call", session_id=self.session_id, user_message=_jsonable(user),
-                                   assistant_response=_jsonable(last_assistant), model=self.settings.model,
-                                   platform=self.settings.platform)
+        # Once per turn with a final response, never on an interrupted one (agent/turn_finalizer.py:477-495).
+        final = last_assistant.get("content") if isinstance(last_assistant, dict) else None
+        if final and not interrupted and self._wants_plugin_hook("post_llm_call"):
+            self._fire_plugin_hook("post_llm_call", session_id=self.session_id, task_id=self.session_id,
+                                   turn_id=self._turn_id(), user_message=_jsonable(user),
+                                   assistant_response=final, conversation_history=list(self.history),
+                                   model=self.settings.model, platform=self.settings.platform)
         if self._overrides["on_turn_complete"]:
             clones = [_clone(m) for m in self.history]
             self._call(
@@ -974,7 +1015,7 @@ class Host:
                 record_args={"messages": self._history_ref(), "usage": self._last_usage,
                              "api_call_count": self._turn_calls, "turn_exit_reason": reason},
                 usage=dict(self._last_usage) if self._last_usage else None,
-                turn_id=f"turn-{self.turn}", task_id=self.session_id, api_call_count=self._turn_calls,
+                turn_id=self._turn_id(), task_id=self.session_id, api_call_count=self._turn_calls,
                 interrupted=interrupted, failed=failed, turn_exit_reason=reason,
             )
 
@@ -1044,7 +1085,9 @@ class Host:
             before_rows, before_t = len(self.history), t
             self._compress(t, site="preflight")
             t = self._request_rough(self._history_rough(), system)
-            if (len(self.history) == before_rows and t == before_t) or not self._should_compress(t, "preflight"):
+            # Progress = fewer rows or under 95 % of the tokens (agent/turn_context.py:199-206, 664-666).
+            progress = len(self.history) < before_rows or (before_t > 0 and t < before_t * 0.95)
+            if not progress or not self._should_compress(t, "preflight"):
                 break
 
     def _request_rough(self, history_rough: int, system: str) -> int:
@@ -1175,7 +1218,7 @@ class Host:
         else:
             chars, images, tik = asm.chars, asm.images, asm.tik
         rough = rough_from_chars(chars, images) + self._tools_rough
-        if self._anchor is not None:
+        if self._anchor is not None and self.gates.pre_api_tokens == "usage_anchor":
             real, length = self._anchor
             if length <= len(self.history):
                 # [M] usage anchor: the last real prompt plus what was appended since.
@@ -1344,9 +1387,19 @@ class Host:
         if usage.prompt_tokens > 0:
             self._anchor = (usage.prompt_tokens, len(self.history) - 1)
         calls = [c for c in (assistant.get("tool_calls") or []) if isinstance(c, dict)]
-        engine_results = self._dispatch_engine_tools(calls, req_index)
-        results = responder.tool_results(assistant, engine_results)
-        self.history.extend(results)
+        one_by_one = getattr(responder, "tool_result", None)
+        if self.gates.tool_results_each and callable(one_by_one) and any(
+                (c.get("function") or {}).get("name") in self.engine_tool_names for c in calls):
+            # Each result joins the history before the next call of the batch, so an engine tool
+            # sees the results before it (agent/tool_executor.py:1028, the sequential path).
+            for call in calls:
+                result = self._dispatch_engine_tools([call], req_index).get(str(call.get("id")))
+                row = one_by_one(assistant, call, result)
+                if row is not None:
+                    self.history.append(row)
+        else:
+            engine_results = self._dispatch_engine_tools(calls, req_index)
+            self.history.extend(responder.tool_results(assistant, engine_results))
         if calls:
             self._after_tools()
         return response
@@ -1393,7 +1446,10 @@ class Host:
     def _after_tools(self) -> None:
         """Post-tool compression or proactive prune ([M] compress_after_tool_results, §2.7)."""
         e = self.engine
-        if getattr(e, "awaiting_real_usage_after_compression", False):
+        if self.gates.post_tool_tokens == "last_prompt":
+            self._after_tools_last_prompt()
+            return
+        if self.gates.post_tool_waits_for_usage and getattr(e, "awaiting_real_usage_after_compression", False):
             return
         last = _as_int(getattr(e, "last_prompt_tokens", 0))
         if self._anchor is not None:
@@ -1434,6 +1490,22 @@ class Host:
                 self._anchor = None
                 ev.result["$list"] = self._history_ref()["$list"]
 
+    def _after_tools_last_prompt(self) -> None:
+        """0.19.0's check after a tool round (agent/conversation_loop.py:5121-5150): the engine's
+        last_prompt_tokens (0 right after a compaction, the rough request estimate when it is 0),
+        and compress is then given last_prompt_tokens as its current_tokens."""
+        if not self.settings.compression_enabled:
+            return
+        last = _as_int(getattr(self.engine, "last_prompt_tokens", 0))
+        if last > 0:
+            t = last
+        elif last == -1:
+            t = 0
+        else:
+            t = estimate_request_tokens_rough(self.history, tools=self.tools or None)
+        if self._should_compress(t, "post_tool"):
+            self._compress(_as_int(getattr(self.engine, "last_prompt_tokens", 0)), site="post_tool")
+
     # -- compression -----------------------------------------------------------------------
     def _compress(self, approx_tokens: int, *, site: str, focus_topic: str | None = None, force: bool = False) -> bool:
         """Hermes' compress_context around ``engine.compress`` (§4). True when a boundary committed."""
@@ -1471,23 +1543,36 @@ class Host:
         candidates = {"current_tokens": approx_tokens, "focus_topic": focus_topic, "force": force}
         kwargs = supported_compress_kwargs(e.compress, candidates)
         before = self.history
+        # 0.19.0 hands compress the live list and compares the result with a deep copy taken first
+        # (agent/conversation_compression.py:1059-1060, 1104); [M] hands a deep copy to a pool thread.
+        live = self.gates.compress_input == "live"
         try:
             snapshot = _snapshot(before)
-            self._snapshot_of = {id(c): (c, o) for c, o in zip(snapshot, before) if type(c) is dict}
         except Exception as exc:
             self.fault("host_error", f"could not deep-copy the transcript for compress: {exc}")
             return False
+        handed = before if live else snapshot
+        pre = snapshot if live else before  # the history as it was before the call
+        before_objs = list(before) if live else []
+        self._snapshot_of = {} if live else {id(c): (c, o) for c, o in zip(snapshot, before) if type(c) is dict}
         saved = {k: copy.deepcopy(v) for k, v in vars(e).items() if k in TIMEOUT_RESTORE_FIELDS} if hasattr(e, "__dict__") else {}
         host_thread = threading.current_thread().name
         timeout = self.settings.compress_timeout
+        on_pool = self.profile.on_pool("compress") and timeout > 0
         ev, out = self._call(
-            EV_COMPRESS, e.compress, snapshot,
+            EV_COMPRESS, e.compress, handed,
             record_args={"messages": self._history_ref(), "site": site, "kwargs": _jsonable(kwargs),
                          "tokens_before": approx_tokens, "host_thread": host_thread},
-            on_pool=timeout > 0, timeout=timeout, **kwargs,
+            on_pool=on_pool, timeout=timeout if on_pool else None, **kwargs,
         )
+        if live:
+            self._forget_edited(before_objs, snapshot)
         if not out.ok:
-            if out.fault and out.fault.kind == "timeout":
+            if live and (before != snapshot or (out.fault is not None and out.fault.kind == "timeout")):
+                # A hook still running past the watchdog could go on editing the list: continue on a copy.
+                self.history = snapshot
+                ev.note = "compress failed after editing the live transcript; the host restored it"
+            if out.fault and out.fault.kind == "timeout" and on_pool:
                 for k, v in saved.items():
                     try:
                         setattr(e, k, v)
@@ -1514,7 +1599,7 @@ class Host:
             ev.note = f"compression aborted by the engine: {getattr(e, '_last_summary_error', '') or 'no reason given'}"
             ev.result = None
             return False
-        if result is snapshot:
+        if result is handed and not self.gates.in_place_commits:
             if len(snapshot) != len(before) or snapshot != before:
                 ev.note = (f"compress changed its input list in place ({len(before)} → {len(snapshot)} messages) and "
                            "returned that same list: Hermes' worker treats returning its snapshot object as a no-op "
@@ -1530,21 +1615,27 @@ class Host:
         if problem:
             ev.fault = Fault("invalid_return", problem + "; transcript unchanged")
             return False
-        if result == before:
+        if result == pre:
+            if live and before != pre:  # Hermes puts the live list back (conversation_compression.py:1104-1106)
+                before[:] = _snapshot(pre)
+                self._asm = None
             ev.note = "compress made no progress (result equals the input); transcript unchanged"
             ev.result = {"$list": ev.args["messages"]["$list"], "unchanged": True}
             return False
+        if result is before:
+            ev.note = (f"compress edited the live list in place ({len(pre)} → {len(before)} messages) and returned it: "
+                       "Hermes 0.19.0 commits it")
         refused = refused_roles(result)
         if refused:
             ev.note = (f"committed with {len(refused)} message(s) in roles providers refuse ({', '.join(refused[:5])}): "
                        "Hermes' request sanitiser drops them from every request")
-        compressed = self._ensure_user_turn(list(result), before)
+        compressed = self._ensure_user_turn(list(result), pre)
         self.history = compressed
         after_id = self._history_ref()["$list"]
         system = self.system_message["content"] if self.system_message else ""
         rough_after = self._request_rough(self._history_rough(), system)  # from the per-message figures
         ev.result = {"$list": after_id, "tokens_after": rough_after, "count_after": len(compressed),
-                     "count_before": len(before)}
+                     "count_before": len(pre)}
         # Commit: the boundary notifications Hermes sends with a session store, in place (§4.5).
         if self._optional_hook("on_session_end"):
             self._call(EV_SESSION_END, e.on_session_end, self.session_id, before,
@@ -1583,6 +1674,16 @@ class Host:
         if count >= 2:
             self.note(f"Session compressed {count} times — accuracy may degrade (Hermes warns here)")
         return True
+
+    def _forget_edited(self, objects: list[dict[str, Any]], copies: list[Any]) -> None:
+        """Drop the cached forms of history messages compress edited in place (it had the live list)."""
+        if len(objects) != len(self.history) or any(a is not b for a, b in zip(objects, self.history)):
+            self._asm = None
+        for obj, copied in zip(objects, copies):
+            if obj != copied:
+                self._form_cache.pop(id(obj), None)
+                self._rough_cache.pop(id(obj), None)
+                self._asm = None
 
     def _check_aux_feasibility(self) -> None:
         """Hermes' once-per-agent check of the summariser's window, at the first compaction (§2.9)."""

@@ -40,6 +40,9 @@ class Responder(Protocol):
     def tool_results(self, assistant: dict[str, Any], engine_results: dict[str, str]) -> list[dict[str, Any]]:
         """Tool messages answering ``assistant``'s calls, in order."""
 
+    # Optional: ``tool_result(assistant, call, engine_result) -> dict | None``, the message answering one
+    # call, for hosts that append each result of a batch before making the next call.
+
 
 class WireMessages:
     """The engine-facing form of each transcript message, built once per replay.
@@ -123,6 +126,16 @@ class ReplayResponder:
             out.append(self._wire[self._indices[self._pos]])
             self._consumed(msg)
             self._pos += 1
+        return out
+
+    def tool_result(self, assistant: dict[str, Any], call: dict[str, Any], engine_result: str | None) -> dict[str, Any] | None:
+        """The recorded result that follows next (one call of a batch answered at a time), or None."""
+        msg = self._peek()
+        if msg is None or msg.get("role") != "tool":
+            return None
+        out = self._wire[self._indices[self._pos]]
+        self._consumed(msg)
+        self._pos += 1
         return out
 
     def timestamp_hint(self) -> float | None:

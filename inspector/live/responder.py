@@ -428,21 +428,21 @@ class LiveResponder:
 
     def tool_results(self, assistant: dict[str, Any], engine_results: dict[str, str]) -> list[dict[str, Any]]:
         """One tool message per call: the engine's result, or a JSON error for tools nobody serves."""
-        out = []
-        for call in assistant.get("tool_calls") or ():
-            if not isinstance(call, dict):
-                continue
-            cid = str(call.get("id"))
-            name = (call.get("function") or {}).get("name")
-            if cid in engine_results:
-                content = engine_results[cid]
-            else:
-                content = json.dumps({"error": f"Unknown tool: {name!r}. Only the context engine's tools are "
-                                               "available in this live session."})
-            msg = {"role": "tool", "tool_call_id": cid, "content": content}
-            out.append(msg)
-            self.log.append(dict(msg, timestamp=time.time()))
-        return out
+        return [self.tool_result(assistant, call, engine_results.get(str(call.get("id"))))
+                for call in assistant.get("tool_calls") or () if isinstance(call, dict)]
+
+    def tool_result(self, assistant: dict[str, Any], call: dict[str, Any], engine_result: str | None) -> dict[str, Any]:
+        """The tool message answering one call: the engine's result, or a JSON error for tools nobody serves."""
+        cid = str(call.get("id"))
+        name = (call.get("function") or {}).get("name")
+        if engine_result is not None:
+            content = engine_result
+        else:
+            content = json.dumps({"error": f"Unknown tool: {name!r}. Only the context engine's tools are "
+                                           "available in this live session."})
+        msg = {"role": "tool", "tool_call_id": cid, "content": content}
+        self.log.append(dict(msg, timestamp=time.time()))
+        return msg
 
     # -- the call ------------------------------------------------------------------------------
     def _note(self, text: str, **args: Any) -> None:
