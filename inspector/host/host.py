@@ -29,6 +29,7 @@ from inspector.engines.run_context import RunContext, offline_stand_in_for, runn
 from inspector.host import capture
 from inspector.host.guard import CallOutcome, HookAbandoned, call_inline, call_on_pool, locate_in_engine
 from inspector.host.profiles import HostProfile, profile_for
+from inspector.host.repair import needs_repair, repair_sequence
 from inspector.host.responders import ProviderResponse, Responder
 from inspector.host.shaping import (
     VALID_ROLES,
@@ -488,6 +489,8 @@ class Host:
         # id(message) -> (message, shaped, wire, key, raw rough chars, raw images)
         self._form_cache: dict[int, tuple[dict, dict, dict, str, int, int]] = {}
         self._asm: _Assembly | None = None
+        self._repair_list: list[dict[str, Any]] | None = None  # the history the last sequence check saw
+        self._repair_checked = 0
         self._aux_pending: list[Any] = []
         self._last_blocked_reason = ""
         # id(message) -> (message, rough chars, images) for history rows not yet assembled
@@ -1228,6 +1231,8 @@ class Host:
     def _request_cycle(self, responder: Responder) -> ProviderResponse | None:
         """Assemble, select, gate, call the provider, feed usage, run tools. None = turn over."""
         while True:
+            if self.gates.repair_history:
+                self._repair_history()
             asm = self._assembly()
             keys = tuple(asm.keys)  # one copy per request, shared by the trace's list and the simulator
             selected, sel_keys, by_engine = self._select(asm, keys)
@@ -1262,6 +1267,32 @@ class Host:
             self.clock.observe(response.timestamp)
         self._turn_calls += 1
         return self._record_response(response, responder, keys, sel_keys, by_engine, pressure, tik)
+
+    def _repair_history(self) -> None:
+        """Hermes' role-sequence repair of the live history before a request (:mod:`inspector.host.repair`).
+
+        Checked from where the last check ended (backed up to an assistant message, where the
+        pass's bookkeeping restarts), so a growing history costs its new messages only.
+        """
+        history = self.history
+        checked = self._repair_checked if self._repair_list is history else 0
+        if checked > len(history):
+            checked = 0
+        if checked == len(history):
+            return
+        start = max(0, checked - 1)
+        while start > 0 and not (isinstance(history[start], dict) and history[start].get("role") == "assistant"):
+            start -= 1
+        if needs_repair(history, start):
+            repaired, count = repair_sequence(history)
+            if count:
+                dropped = len(history) - len(repaired)
+                history[:] = repaired
+                self._asm = None
+                self.note(f"Hermes repaired the history's role sequence before this request ({count} repair(s), "
+                          f"{dropped} message(s) fewer): merged consecutive user or assistant messages, dropped "
+                          "tool results without their call", site="repair")
+        self._repair_list, self._repair_checked = history, len(history)
 
     def _overflow(self, tik: int, rough: int) -> bool:
         """The simulated provider rejects a request over the window (§2.7 context-overflow path).

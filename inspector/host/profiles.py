@@ -84,6 +84,8 @@ class GateRules:
     # In a tool batch, each result joins the history before the next engine tool call
     # (agent/tool_executor.py:1028 sequential path) or all after the batch.
     tool_results_each: bool
+    # Repair the live history's role sequence before each request (inspector/host/repair.py).
+    repair_history: bool = False
 
 
 @dataclass(frozen=True)
@@ -137,11 +139,15 @@ HERMES_0_19_0 = HostProfile(
         HookRow("compress", EV_COMPRESS, REQUIRED, INLINE, ("messages", "site", "kwargs", "tokens_before")),
     ),
     gates=GateRules(pre_api_tokens="rough", post_tool_tokens="last_prompt", post_tool_waits_for_usage=False,
-                    compress_input="live", in_place_commits=True, status_in_loop=False, tool_results_each=True),
+                    compress_input="live", in_place_commits=True, status_in_loop=False, tool_results_each=True,
+                    repair_history=True),
     differences=(
         "Host profile hermes-0.19.0: the hooks and gates of the hermes-agent 0.19.0 release (no select_context, "
         "on_turn_complete, should_compress_info or prune_tool_results_only; compress on the agent's thread with "
         "the live list, no timeout but the inspector's hook watchdog).",
+        "With a session database Hermes 0.19.0 stamps `_db_persisted: True` on every row it has written, and its "
+        "rough token estimates (preflight, pre-API, post-tool fallback) count the marker, about 6 tokens a row; the "
+        "host models no database, so its rough figures for such a session are lower by about that much.",
         "An engine's own get_status() is never called (Hermes 0.19.0's loop never calls it); events show the token "
         "attributes, and the status of engines that keep the base class's get_status (side-effect free).",
     ),

@@ -206,6 +206,9 @@ def play_session_turn(
         ev.state = host._state()
         host.trace.add_event(ev)
         marker_pos += 1
+    closing = None
+    if len(kept) >= 2 and is_interrupt_closing(messages[kept[-1]], messages[kept[-2]]):
+        closing, kept = kept[-1], kept[:-1]
     first_assistant = next((j for j, i in enumerate(kept) if messages[i].get("role") == "assistant"), len(kept))
     wire = wire if wire is not None else WireMessages(session)
     inputs = [wire[i] for i in kept[:first_assistant]]
@@ -215,11 +218,28 @@ def play_session_turn(
     # Hermes makes at least one provider call per turn unless the user stops it first, so a
     # turn the transcript records no reply to was interrupted before its first call.
     unanswered = bool(inputs) and first_assistant == len(kept)
-    host.play_turn(inputs, responder, timestamp=ts, interrupted=turn.interrupted or unanswered)
+    host.play_turn(inputs, responder, timestamp=ts, interrupted=turn.interrupted or unanswered or closing is not None)
+    if closing is not None:
+        # Not a provider reply: the row Hermes appends itself when a stopped turn ends on a tool result.
+        host.history.append(wire[closing])
+        host.note("the user stopped this turn during its tools; Hermes closed it with its own assistant row "
+                  f"({messages[closing].get('content')!r}), which joins the history without a provider call")
     if unanswered:
         host.note("the transcript has no reply to this turn: it was finalised as interrupted before its "
                   "first provider call")
     return marker_pos
+
+
+INTERRUPT_CLOSING = "Operation interrupted"
+
+
+def is_interrupt_closing(message: dict[str, Any], previous: dict[str, Any]) -> bool:
+    """The assistant row Hermes appends when a stopped turn ends on a tool result
+    (agent/message_sanitization.py:282-311): no tool calls, no finish reason, after a tool row."""
+    content = message.get("content")
+    return (message.get("role") == "assistant" and previous.get("role") == "tool" and not message.get("tool_calls")
+            and message.get("finish_reason") is None and message.get("x_finish_reason") is None
+            and isinstance(content, str) and content.startswith(INTERRUPT_CLOSING))
 
 
 def _activated(loaded: Any) -> contextlib.AbstractContextManager:

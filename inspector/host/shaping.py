@@ -23,7 +23,17 @@ def shape_message(message: dict[str, Any]) -> dict[str, Any]:
         out["content"] = api_content
     for key in _DROP_ON_SHAPE:
         out.pop(key, None)
+    calls = out.get("tool_calls")
+    if isinstance(calls, list) and any(isinstance(c, dict) and not _CALL_FIELDS_KEPT.issuperset(c) for c in calls):
+        # Responses-API ids stay in the history but not in a chat-completions request
+        # (run_agent.py:6073-6131, applied while building api_messages, conversation_loop.py:900-901).
+        out["tool_calls"] = [{k: v for k, v in c.items() if k not in _CALL_FIELDS_DROPPED} if isinstance(c, dict) else c
+                             for c in calls]
     return out
+
+
+_CALL_FIELDS_DROPPED = frozenset({"call_id", "response_item_id"})
+_CALL_FIELDS_KEPT = frozenset({"id", "type", "function", "index", "extra_content"})
 
 
 # Built once: json.dumps with arguments constructs a new encoder on every call.
