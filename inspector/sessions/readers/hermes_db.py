@@ -18,7 +18,10 @@ from typing import Any
 from inspector.sessions.common import build_turns, default_api_calls, finalize
 from inspector.sessions.model import ReaderError, Session, Usage
 from inspector.sessions.readers.hermes_common import (
+    MAX_COPY_SPAN,
     SKIPPED_ROLES,
+    flag,
+    flags_of,
     map_row,
     mark_compactions,
     mark_harness_replies,
@@ -279,6 +282,37 @@ def load(path: str, session_id: str | None = None) -> Session:
         db.close()
 
 
+def _row_sig(msg: dict[str, Any]) -> tuple[Any, ...]:
+    calls = tuple((c.get("id"), (c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments"))
+                  for c in msg.get("tool_calls") or () if isinstance(c, dict))
+    content = msg.get("content")
+    if not isinstance(content, str):
+        content = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+    return (msg.get("role"), content, msg.get("tool_call_id"), calls)
+
+
+def flag_unprefixed_summaries(messages: list[dict[str, Any]]) -> None:
+    """Flag the summary of an in-place compaction that does not carry Hermes' summary prefix.
+
+    In-place compaction soft-archives the rows it summarised and inserts the engine's list after
+    them (agent/conversation_compression.py:1212-1240, ``archive_and_compact``): a summary, then
+    copies of the last rows it kept. A plugin engine's summary need not start with the built-in
+    compressor's prefix, so it is found by that shape instead: an archived row, then a row seen
+    nowhere before, then exact copies of the rows right before it. Unflagged, the summary and
+    its copies replayed as new turns (6 turns became 8).
+    """
+    sigs = [_row_sig(m) for m in messages]
+    seen: set[tuple[Any, ...]] = set()
+    for k, msg in enumerate(messages):
+        sig = sigs[k]
+        if (k > 0 and sig not in seen and flags_of(messages[k - 1]).get("archived")
+                and not flags_of(msg).get("compaction_summary") and msg.get("role") in ("user", "assistant")):
+            span = min(MAX_COPY_SPAN, k, len(messages) - k - 1)
+            if any(sigs[k + 1:k + 1 + t] == sigs[k - t:k] for t in range(span, 0, -1)):
+                flag(msg, compaction_summary=True)
+        seen.add(sig)
+
+
 def _build(db: _Db, chain: list[str]) -> Session:
     rows_by_segment = {sid: db.rows(sid) for sid in chain}
     tip = db.sessions[chain[-1]]
@@ -305,6 +339,7 @@ def _build(db: _Db, chain: list[str]) -> Session:
     if skipped:
         session.warnings.append(f"{skipped} legacy session_meta/system row(s) skipped, as Hermes itself does")
     mark_harness_replies(messages)
+    flag_unprefixed_summaries(messages)
     compactions = mark_compactions(messages, segment_starts)
     system_prompt = _str(root.get("system_prompt"))
     offset = 0

@@ -1,0 +1,19 @@
+"""The real agent's runs, made once per test session (each takes a few seconds in the Hermes interpreter)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .agent_scenarios import ALL, run_real_agent
+
+
+@pytest.fixture(scope="session")
+def real_runs(tmp_path_factory):
+    cache: dict[str, dict] = {}
+
+    def get(name: str) -> dict:
+        if name not in cache:
+            cache[name] = run_real_agent(ALL[name], tmp_path_factory.mktemp(name))
+        return cache[name]
+
+    return get
