@@ -38,8 +38,9 @@ def main() -> None:
 
     from probe import make_probe  # this folder is the script's, so first on sys.path
 
-    probe = make_probe(ContextEngine, spec["probe"], calls, main_thread)
-    plugins.get_plugin_context_engine = lambda: probe
+    if spec.get("probe"):
+        probe = make_probe(ContextEngine, spec["probe"], calls, main_thread)
+        plugins.get_plugin_context_engine = lambda: probe
 
     hooks: list[dict[str, Any]] = []
 
@@ -62,6 +63,15 @@ def main() -> None:
         session_db = SessionDB()
     from run_agent import AIAgent
 
+    compress_context = AIAgent._compress_context
+
+    def recorded_compress(self: Any, messages: list, *args: Any, **kwargs: Any) -> Any:
+        out = compress_context(self, messages, *args, **kwargs)
+        calls.append({"hook": "COMPACTION", "thread": "main", "before": len(messages), "after": len(out[0])})
+        return out
+
+    AIAgent._compress_context = recorded_compress  # where every compaction site goes (run_agent.py:6133)
+
     interrupt_tools = {t.get("interrupt_on_tool") for t in spec["turns"]} - {None}
 
     def on_tool_start(call_id: str, name: str, args: Any) -> None:
@@ -81,7 +91,9 @@ def main() -> None:
         out = agent.run_conversation(turn["user"], conversation_history=history or None,
                                      system_message=spec.get("system"))
         history = out.get("messages") or history
-        agent.context_compressor.journal(history)
+        journal = getattr(agent.context_compressor, "journal", None)
+        if callable(journal):
+            journal(history)
         results.append({k: out.get(k) for k in ("final_response", "interrupted", "completed", "api_calls")})
     agent.shutdown_memory_provider(history) if hasattr(agent, "shutdown_memory_provider") else None
     real_stdout.write(json.dumps({

@@ -36,6 +36,9 @@ class Scenario:
     turns: list[dict[str, Any]]  # {"user": text, "replies": [reply], "interrupt_on_tool": name?}
     probe: dict[str, Any]
     with_db: bool = False
+    engine: str = "probe"  # or "compressor": Hermes' built-in ContextCompressor
+    context_length: int = CONTEXT_LENGTH
+    summary: str | None = None  # what the provider answers the compressor's summary calls
     # Residual differences, hook -> why (each reason must be named in the trace's host_differences).
     residual: dict[str, str] = field(default_factory=dict)
 
@@ -44,20 +47,21 @@ class Scenario:
         return [r for t in self.turns for r in t["replies"]]
 
 
-def _config_yaml(home: Path) -> None:
+def _config_yaml(home: Path, scenario: Scenario) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.yaml").write_text(
-        f"model:\n  default: {MODEL}\n  provider: custom\n  context_length: {CONTEXT_LENGTH}\n"
-        "compression:\n  enabled: true\ncontext:\n  engine: probe\n")
+        f"model:\n  default: {MODEL}\n  provider: custom\n  context_length: {scenario.context_length}\n"
+        f"compression:\n  enabled: true\ncontext:\n  engine: {scenario.engine}\n")
 
 
 def run_real_agent(scenario: Scenario, tmp_path: Path) -> dict[str, Any]:
     """The real agent's calls, the rows it kept, its system prompt and (with a database) the state.db path."""
     python = hermes_python()
     home = tmp_path / f"home-{scenario.name}"
-    _config_yaml(home)
-    with ScriptedServer(scenario.replies, context_length=CONTEXT_LENGTH) as server:
-        spec = {"hermes_home": str(home), "base_url": server.base_url, "model": MODEL, "probe": scenario.probe,
+    _config_yaml(home, scenario)
+    with ScriptedServer(scenario.replies, context_length=scenario.context_length, summary=scenario.summary) as server:
+        spec = {"hermes_home": str(home), "base_url": server.base_url, "model": MODEL,
+                "probe": scenario.probe if scenario.engine == "probe" else None,
                 "turns": [{k: v for k, v in t.items() if k != "replies"} for t in scenario.turns],
                 "toolsets": ["context_engine"], "with_db": scenario.with_db}
         proc = subprocess.run([str(python), str(DRIVER)], input=json.dumps(spec), capture_output=True, text=True,
@@ -101,24 +105,12 @@ class _Plugins:
 def replay_ours(scenario: Scenario, session: Session, usages: list[dict[str, Any]], monkeypatch: Any,
                 profile: str = "hermes-0.19.0") -> tuple[list[dict[str, Any]], Any]:
     """Our host's calls on the same probe for ``session``, fed the usage the provider reported."""
-    from inspector.config import load_config
-    from inspector.host import responders
     from inspector.host.host import Host
     from inspector.host.replay import replay
 
     calls: list[dict[str, Any]] = []
     engine = make_probe(ContextEngine, scenario.probe, calls, threading.get_ident())
-    pending = [Usage(prompt_tokens=u.get("prompt_tokens", 0), completion_tokens=u.get("completion_tokens", 0))
-               for u in usages]
-    original = responders.ReplayResponder.respond
-
-    def respond(self: Any, request: Any, tools: Any) -> Any:
-        out = original(self, request, tools)
-        if out is not None and pending:
-            out.usage = pending.pop(0)  # what the scripted provider reported for this call
-        return out
-
-    monkeypatch.setattr(responders.ReplayResponder, "respond", respond)
+    provider_usage(usages, monkeypatch)
     play = Host.play_turn
 
     def play_turn(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -126,11 +118,34 @@ def replay_ours(scenario: Scenario, session: Session, usages: list[dict[str, Any
         return play(self, *args, **kwargs)
 
     monkeypatch.setattr(Host, "play_turn", play_turn)
-    config = load_config(None, {"model": {"default": MODEL, "provider": "custom", "context_length": CONTEXT_LENGTH},
-                                "inspector": {"host_profile": profile}})
     loaded = SimpleNamespace(engine=engine, plugin_manager=_Plugins(calls))
-    trace = replay(session, loaded, config, simulator=None)
+    trace = replay(session, loaded, host_config(scenario, profile), simulator=None)
     return calls, trace
+
+
+def host_config(scenario: Scenario, profile: str = "hermes-0.19.0") -> dict[str, Any]:
+    """Our config for the model and window the real agent had."""
+    from inspector.config import load_config
+
+    return load_config(None, {"model": {"default": MODEL, "provider": "custom", "context_length": scenario.context_length},
+                              "inspector": {"host_profile": profile}})
+
+
+def provider_usage(usages: list[dict[str, Any]], monkeypatch: Any) -> None:
+    """Replays answer each request with the usage the scripted provider reported for it, in order."""
+    from inspector.host import responders
+
+    pending = [Usage(prompt_tokens=u.get("prompt_tokens", 0), completion_tokens=u.get("completion_tokens", 0))
+               for u in usages]
+    original = responders.ReplayResponder.respond
+
+    def respond(self: Any, request: Any, tools: Any) -> Any:
+        out = original(self, request, tools)
+        if out is not None and pending:
+            out.usage = pending.pop(0)
+        return out
+
+    monkeypatch.setattr(responders.ReplayResponder, "respond", respond)
 
 
 # The arguments compared for each hook (the rest, like session ids and paths, legitimately differ).
@@ -155,6 +170,8 @@ def sequence(calls: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """Each call as (hook, thread, key arguments...), comparable across the two hosts."""
     rows = []
     for c in calls:
+        if c["hook"] == "COMPACTION":  # the driver's own mark of a compaction, for built-in engine runs
+            continue
         keys = KEYS.get(c["hook"], ())
         values = []
         for k in keys:
@@ -190,7 +207,7 @@ SCENARIOS = {
     # Two engine tools in one batch (each sees the result before it), then a big final answer that
     # the next turn's preflight compacts.
     "tool_batch_preflight": Scenario("tool_batch_preflight", probe={
-        "threshold_tokens": 2600, "keep_last": 1, "tools": ["probe_a", "probe_b"], "tool_result_chars": 400}, turns=[
+        "threshold_tokens": 2800, "keep_last": 1, "tools": ["probe_a", "probe_b"], "tool_result_chars": 400}, turns=[
         {"user": "look things up", "replies": [_reply(None, calls=[("c1", "probe_a"), ("c2", "probe_b")]),
                                                _reply("found " + WORDS * 17, prompt=1100)]},
         {"user": "thanks", "replies": [_reply("ok", prompt=900)]},
@@ -227,6 +244,16 @@ WITH_DB = {f"{name}_db": Scenario(f"{name}_db", turns=s.turns, probe=s.probe, wi
            for name, s in SCENARIOS.items() if name in ("one_compaction", "in_place", "tool_batch_preflight", "two_compactions",
                                                         "interrupted")}
 ALL = {**SCENARIOS, **WITH_DB}
+
+# Hermes' own ContextCompressor on a 64K window (threshold 85 % of it, agent/context_compressor.py:1266-1305):
+# eight long answers; the provider answers its summary calls.
+_LONG = "lorem ipsum dolor sit amet, " * 1800  # 50,400 characters
+BUILTIN = Scenario("builtin_compressor", probe={}, with_db=True, engine="compressor", context_length=64_000,
+                   summary="## Summary\nThe user asked eight questions; each answer was long.", turns=[
+                       {"user": f"question {t}", "replies": [_reply(f"answer {t}: " + _LONG,
+                                                                  prompt=3000 + (t + 1) * len(_LONG) // 4)]}
+                       for t in range(8)])
+RUNS = {**ALL, BUILTIN.name: BUILTIN}
 
 # Our host has no session database; what that changes is said in host_differences (see HOST_DIFFERENCES).
 NO_DB = "No SessionDB: bind_session_state gets session_db=None"

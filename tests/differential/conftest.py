@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .agent_scenarios import ALL, run_real_agent
+from .agent_scenarios import RUNS, run_real_agent
 
 
 @pytest.fixture(scope="session")
@@ -13,7 +13,7 @@ def real_runs(tmp_path_factory):
 
     def get(name: str) -> dict:
         if name not in cache:
-            cache[name] = run_real_agent(ALL[name], tmp_path_factory.mktemp(name))
+            cache[name] = run_real_agent(RUNS[name], tmp_path_factory.mktemp(name))
         return cache[name]
 
     return get

@@ -17,9 +17,14 @@ from typing import Any
 class ScriptedServer:
     """``with ScriptedServer(replies) as server:`` serves ``server.base_url`` until the block ends."""
 
-    def __init__(self, replies: list[dict[str, Any]], *, context_length: int = 128_000) -> None:
+    def __init__(self, replies: list[dict[str, Any]], *, context_length: int = 128_000,
+                 summary: str | None = None) -> None:
         self.replies = list(replies)
         self.requests: list[dict[str, Any]] = []
+        # With ``summary``, requests that are not the agent's conversation (no agent system prompt:
+        # the compressor's summary call) get it as their answer without taking a scripted reply.
+        self.summary = summary
+        self.aux_requests: list[dict[str, Any]] = []
         self.context_length = context_length
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -31,10 +36,18 @@ class ScriptedServer:
 
     def next_reply(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
+            if self.summary is not None and not self._from_agent(body):
+                self.aux_requests.append(body)
+                return {"content": self.summary, "usage": {"prompt_tokens": 100, "completion_tokens": 50}}
             self.requests.append(body)
             if not self.replies:
                 return {"content": "(script exhausted)", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
             return self.replies.pop(0)
+
+    @staticmethod
+    def _from_agent(body: dict[str, Any]) -> bool:
+        first = (body.get("messages") or [{}])[0]
+        return first.get("role") == "system" and str(first.get("content") or "").startswith("You are Hermes")
 
     def __enter__(self) -> ScriptedServer:
         server = self
