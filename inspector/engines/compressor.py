@@ -1206,8 +1206,8 @@ class ContextCompressor(ContextEngine):
     def _sanitize_tool_pairs(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Drop results whose call is gone and calls whose result is gone (context_compressor.py:2798).
 
-        A tool row without a ``tool_call_id`` references nothing and is kept. Works on the
-        compaction's own copies of the rows (an assistant row losing calls is changed in place).
+        A tool row without a ``tool_call_id`` references nothing and is kept. An assistant row
+        losing calls is a new dict; the rows given are not mutated.
         """
         call_ids = {cid for m in messages if _role(m) == "assistant"
                     for cid in (self._get_tool_call_id(tc) for tc in m.get("tool_calls") or []) if cid}
@@ -1216,22 +1216,25 @@ class ContextCompressor(ContextEngine):
         if orphaned:
             messages = [m for m in messages if not (_role(m) == "tool" and m.get("tool_call_id") in orphaned)]
         missing = call_ids - result_ids
-        if missing:
-            for msg in messages:
-                calls = msg.get("tool_calls") if _role(msg) == "assistant" else None
-                if not calls:
-                    continue
-                kept = [tc for tc in calls if self._get_tool_call_id(tc) not in missing]
-                if len(kept) == len(calls):
-                    continue
-                if kept:
-                    msg["tool_calls"] = kept
-                else:
-                    msg.pop("tool_calls", None)
-                    content = msg.get("content")
-                    if not content or (isinstance(content, str) and not content.strip()):
-                        msg["content"] = TOOL_CALL_REMOVED
-        return messages
+        if not missing:
+            return messages
+        out = []
+        for msg in messages:
+            calls = msg.get("tool_calls") if _role(msg) == "assistant" else None
+            kept = [tc for tc in calls if self._get_tool_call_id(tc) not in missing] if calls else None
+            if kept is None or len(kept) == len(calls):
+                out.append(msg)
+                continue
+            msg = dict(msg)
+            if kept:
+                msg["tool_calls"] = kept
+            else:
+                msg.pop("tool_calls", None)
+                content = msg.get("content")
+                if not content or (isinstance(content, str) and not content.strip()):
+                    msg["content"] = TOOL_CALL_REMOVED
+            out.append(msg)
+        return out
 
     @staticmethod
     def _has_image(message: dict[str, Any]) -> bool:
@@ -1404,10 +1407,13 @@ class ContextCompressor(ContextEngine):
         # 4. window
         start = self._align_boundary_forward(messages, self._protect_head_size(messages))
         end = self._find_tail_cut_by_tokens(messages, start)
-        if start >= end:
+        # Nothing between head and tail: the pruned list, as Hermes returns it. A cut past the end
+        # (a transcript of head rows and tool results only) makes Hermes 0.19.0 raise IndexError
+        # (context_compressor.py:2782); ours treats it as the same no-op (meta.host_differences).
+        if start >= end or end > n:
             self._ineffective_compression_count += 1
             self._last_compression_savings_pct = 0.0
-            return original
+            return messages
 
         # 5. an existing summary (from the head on) continues: the one in memory if any, else
         #    the transcript's; none in the transcript means the memory is another conversation's
@@ -1435,7 +1441,7 @@ class ContextCompressor(ContextEngine):
                 self._last_compress_aborted = True
                 if not self.quiet_mode:
                     logger.warning("Compression aborted: %s", self._last_summary_error)
-                return original
+                return messages  # the pruned list, as Hermes returns it
 
         # 9. head rows (the system prompt gets the compaction note)
         head_rows = [_copy_row(m) for m in messages[:start]]
