@@ -42,11 +42,11 @@ from inspector.engines.compressor_summary import (
     MERGED_PRIOR_OPEN,
     SUMMARY_PREFIX,
     SYSTEM_COMPACTION_NOTE,
+    content_text_for_contains,
     is_actionable_user_message,
+    is_context_summary_content,
     is_real_user_message,
-    is_summary_message,
     message_text,
-    strip_think_blocks,
     summary_body_from_text,
 )
 from inspector.engines.contract import ContextEngine, resolve_model_threshold, sanitize_memory_context
@@ -91,6 +91,8 @@ ANTI_THRASH_LIMIT = 2
 NO_PROVIDER_ERROR = "no auxiliary LLM provider configured"
 TOOL_CALL_REMOVED = "(tool call removed)"
 IMAGE_STRIPPED_TEXT = "[Attached image — stripped after compression]"
+# The flag on a summary row, so frontends tell it from real turns (context_compressor.py:132).
+COMPRESSED_SUMMARY_METADATA_KEY = "_compressed_summary"
 
 AUTO_FOCUS_HEADER = "Recent user focus:"
 AUTO_FOCUS_ITEMS = 3
@@ -173,8 +175,46 @@ def _as_int(value: Any) -> int:
         return 0
 
 
+def _content_length_for_budget(content: Any) -> int:
+    """Characters of a row's content for the tail budget (context_compressor.py:360)."""
+    if isinstance(content, str):
+        return len(content)
+    if not isinstance(content, list):
+        return len(str(content or ""))
+    total = 0
+    for part in content:
+        if isinstance(part, str):
+            total += len(part)
+        elif not isinstance(part, dict):
+            total += len(str(part))
+        elif part.get("type") in IMAGE_PART_TYPES:
+            total += _IMAGE_BUDGET_TOKENS_CHARS
+        else:
+            text = part.get("text", "") or ""
+            total += len(text) if isinstance(text, str) else len(str(text))
+    return total
+
+
+def _serialized_length_for_budget(value: Any) -> int:
+    """Characters of a replay field (reasoning blobs) as it would be serialised."""
+    if value is None or value == "":
+        return 0
+    if isinstance(value, str):
+        return len(value)
+    try:
+        return len(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str))
+    except (TypeError, ValueError):
+        return len(str(value))
+
+
 def _role(message: Any) -> str | None:
     return message.get("role") if isinstance(message, dict) else None
+
+
+def _error_text(exc: BaseException) -> str:
+    """An exception as the one-line error Hermes keeps (at most 220 characters)."""
+    text = str(exc).strip() or exc.__class__.__name__
+    return text[:217].rstrip() + "..." if len(text) > 220 else text
 
 
 def _copy_row(message: dict[str, Any]) -> dict[str, Any]:
@@ -276,9 +316,8 @@ class ContextCompressor(ContextEngine):
         self.last_total_tokens = 0
         self.last_real_prompt_tokens = 0
         self.last_compression_rough_tokens = 0
+        self.last_rough_tokens_when_real_prompt_fit = 0
         self.awaiting_real_usage_after_compression = False
-        self._rough_baseline_tokens: int | None = None
-        self._rough_baseline_pending = False
 
         self.compression_count = 0
         self._previous_summary: str | None = None
@@ -296,13 +335,14 @@ class ContextCompressor(ContextEngine):
         self._last_aux_model_failure_model: str | None = None
         self._last_aux_model_failure_error: str | None = None
         self._summary_model_fallen_back = False
-        self._last_compression_savings_pct = 0.0
+        self._last_compression_savings_pct = 100.0
 
         # Anti-thrash and cooldowns (§6.8).
         self._ineffective_compression_count = 0
         self._fallback_compression_streak = 0
         self._verify_compaction_cleared_threshold = False
         self._failure_cooldown_deadline = 0.0  # on the clock above; 0.0 = no cooldown
+        self._cooldown_persist_failed = False
         self._summary_failure_kind: str | None = None
         self._consecutive_timeout_failures = 0
 
@@ -465,42 +505,59 @@ class ContextCompressor(ContextEngine):
             self.max_tokens = _positive_int(max_tokens)
         self.context_length = _positive_int(context_length) or lookup_context_length(self.model)
         self._apply_thresholds()
+        # What the provider proved about the old model says nothing about the new one
+        # (context_compressor.py:1193-1220); 0 (not -1) means "no real usage yet".
         self.last_prompt_tokens = 0
         self.last_completion_tokens = 0
         self.last_total_tokens = 0
         self.last_real_prompt_tokens = 0
-        self._rough_baseline_tokens = None
-        self._rough_baseline_pending = False
+        self.last_rough_tokens_when_real_prompt_fit = 0
+        self.last_compression_rough_tokens = 0
+        self.awaiting_real_usage_after_compression = False
+        self._ineffective_compression_count = 0
         self._proactive_prune_watermark = None
         if route_changed:
             self._fallback_compression_streak = 0
             self._clear_compression_failure_cooldown()
+        self._verify_compaction_cleared_threshold = False
+        self._last_compression_made_progress = False
 
     # ----------------------------------------------------------------------------------------
     # Usage and gating (§5, §6.2, §6.3)
     # ----------------------------------------------------------------------------------------
 
     def update_from_response(self, usage: dict) -> None:
-        """Store the real counts and settle the verdict on the last compaction (anti-thrash)."""
+        """Store the real counts and settle the verdict on the last compaction (anti-thrash).
+
+        As context_compressor.py:1459-1513: ``total_tokens`` is taken as given (a ``None`` the
+        provider sent stays ``None``); a real count under the threshold proves the prompt fits,
+        so the rough estimate of the compacted transcript becomes the defer baseline and the
+        ineffective-compaction count restarts; a count at or over it clears the baseline. The
+        verdict on a just-completed compaction is judged here, on real usage, once.
+        """
         usage = usage if isinstance(usage, dict) else {}
-        prompt = _as_int(usage.get("prompt_tokens"))
-        completion = _as_int(usage.get("completion_tokens"))
-        total = usage.get("total_tokens")
+        prompt = usage.get("prompt_tokens", 0)
+        prompt = prompt if isinstance(prompt, int) else _as_int(prompt)
+        completion = usage.get("completion_tokens", 0)
+        completion = completion if isinstance(completion, int) else _as_int(completion)
         self.last_prompt_tokens = prompt
         self.last_completion_tokens = completion
-        self.last_total_tokens = _as_int(total) if total is not None else prompt + completion
+        self.last_total_tokens = usage.get("total_tokens", prompt + completion)
         if prompt > 0:
             self.last_real_prompt_tokens = prompt
             if prompt < self.threshold_tokens:
+                if self.awaiting_real_usage_after_compression and self.last_compression_rough_tokens > 0:
+                    self.last_rough_tokens_when_real_prompt_fit = self.last_compression_rough_tokens
                 self._ineffective_compression_count = 0
-                self._rough_baseline_pending = True
             else:
-                self._rough_baseline_tokens = None
-                self._rough_baseline_pending = False
-                if self._verify_compaction_cleared_threshold:
+                self.last_rough_tokens_when_real_prompt_fit = 0
+            if self._verify_compaction_cleared_threshold:
+                if prompt >= self.threshold_tokens:
                     self._ineffective_compression_count += 1
-        self.awaiting_real_usage_after_compression = False
+                else:
+                    self._ineffective_compression_count = 0
         self._verify_compaction_cleared_threshold = False
+        self.awaiting_real_usage_after_compression = False
 
     def should_compress(self, prompt_tokens: int = None) -> bool:  # type: ignore[assignment]
         tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens
@@ -521,33 +578,33 @@ class ContextCompressor(ContextEngine):
     def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
         """Trust the provider's last real count over a rough estimate that barely moved since.
 
-        The rough estimator over-counts some transcripts; when the last real prompt fitted
-        under the threshold and the estimate has grown by at most max(4096, 5 % of threshold)
-        since then, Hermes waits for the next real count instead of compacting. The baseline is
-        the first rough estimate seen after a fitting real count.
+        As context_compressor.py:1515-1555: right after a compaction (awaiting real usage) the
+        check always defers; otherwise only when the last real prompt fitted under the threshold
+        and the estimate grew by at most max(4096, 5 % of the threshold) since the baseline,
+        which is the rough size of the compacted transcript once real usage proved it fits.
+        There is no baseline before the first compaction, so nothing is deferred until then.
         """
         rough = _as_int(rough_tokens)
-        if self._rough_baseline_pending:
-            self._rough_baseline_tokens = rough
-            self._rough_baseline_pending = False
         threshold = self.threshold_tokens
         if rough < threshold:
             return False
         if self.awaiting_real_usage_after_compression:
             return True
         real = self.last_real_prompt_tokens
-        if real <= 0 or real >= threshold or self._rough_baseline_tokens is None:
+        if real <= 0 or real >= threshold:
             return False
-        slack = max(4096, int(threshold * 0.05))
-        if rough - self._rough_baseline_tokens <= slack:
-            self._rough_baseline_tokens = rough
-            return True
-        return False
+        baseline = self.last_rough_tokens_when_real_prompt_fit or self.last_compression_rough_tokens
+        if baseline <= 0:
+            return False
+        if max(0, rough - baseline) > max(4096, int(threshold * 0.05)):
+            return False
+        self.last_rough_tokens_when_real_prompt_fit = max(baseline, rough)
+        return True
 
     def _blocked_reason(self) -> str | None:
-        remaining = self.get_active_compression_failure_cooldown()
-        if remaining:
-            return f"cooldown:{math.ceil(remaining)}"
+        state = self.get_active_compression_failure_cooldown()
+        if state:
+            return f"cooldown:{math.ceil(state['remaining_seconds'])}"
         if self._ineffective_compression_count >= ANTI_THRASH_LIMIT:
             return f"anti_thrash:ineffective_compressions={self._ineffective_compression_count}"
         if self._fallback_compression_streak >= ANTI_THRASH_LIMIT:
@@ -562,14 +619,49 @@ class ContextCompressor(ContextEngine):
     # Cooldowns and verdicts (§6.8, §4.6)
     # ----------------------------------------------------------------------------------------
 
-    def get_active_compression_failure_cooldown(self, *, refresh: bool = False) -> float | None:
-        """Seconds left in the summary-failure cooldown, or None when there is none.
+    def _cooldown_remaining(self) -> float:
+        """Seconds left in the summary-failure cooldown on this instance's clock (0.0: none)."""
+        return max(0.0, self._failure_cooldown_deadline - self._clock())
 
-        ``refresh`` is Hermes' request to re-read a cooldown persisted in the session store; the
-        inspector keeps cooldowns in memory, so there is nothing to re-read.
+    def get_active_compression_failure_cooldown(self, *, refresh: bool = False) -> dict[str, Any] | None:
+        """The live cooldown as Hermes describes it, or None (context_compressor.py:1028-1092).
+
+        ``{"cooldown_until": wall-clock end, "remaining_seconds": ..., "error": ...}``. The time
+        left runs on this instance's clock (the transcript's during a replay). With ``refresh``,
+        a bound session store that can keep cooldowns (``get_compression_failure_cooldown``) is
+        re-read: an empty row there clears the local cooldown unless that cooldown failed to be
+        stored in the first place; the inspector's host binds none.
         """
-        remaining = self._failure_cooldown_deadline - self._clock()
-        return remaining if remaining > 0 else None
+        remaining = self._cooldown_remaining()
+        local = None
+        if remaining > 0:
+            local = {"cooldown_until": time.time() + remaining, "remaining_seconds": remaining,
+                     "error": self._last_summary_error}
+            if not refresh:
+                return local
+        session_db = self.__dict__.get("_session_db")
+        session_id = self.__dict__.get("_session_id")
+        getter = getattr(session_db, "get_compression_failure_cooldown", None) if session_db and session_id else None
+        if not callable(getter):
+            return local
+        try:
+            stored = getter(session_id)
+        except Exception as exc:
+            logger.debug("session store get_compression_failure_cooldown failed: %s", exc)
+            return local
+        stored_remaining = float((stored or {}).get("remaining_seconds") or 0.0) if isinstance(stored, dict) else 0.0
+        if stored_remaining <= 0:
+            if refresh:
+                if local is not None and self.__dict__.get("_cooldown_persist_failed"):
+                    return local
+                self._failure_cooldown_deadline = 0.0
+                self._last_summary_error = None
+            return None
+        self._failure_cooldown_deadline = self._clock() + stored_remaining
+        self._last_summary_error = stored.get("error")
+        self._cooldown_persist_failed = False
+        return {"cooldown_until": float(stored.get("cooldown_until") or 0.0), "remaining_seconds": stored_remaining,
+                "error": self._last_summary_error}
 
     def _record_compression_failure_cooldown(self, cooldown_seconds: float, error: str | None) -> None:
         """Hermes' name: no summary attempt for ``cooldown_seconds``, remembering why.
@@ -580,7 +672,10 @@ class ContextCompressor(ContextEngine):
         """
         self._failure_cooldown_deadline = self._clock() + float(cooldown_seconds)
         self._last_summary_error = error
-        self._tell_session_db("record_compression_failure_cooldown", time.time() + float(cooldown_seconds), error)
+        recorder = getattr(self.__dict__.get("_session_db"), "record_compression_failure_cooldown", None)
+        if self.__dict__.get("_session_db") is not None and self.__dict__.get("_session_id"):
+            self._cooldown_persist_failed = not (callable(recorder) and self._tell_session_db(
+                "record_compression_failure_cooldown", time.time() + float(cooldown_seconds), error))
 
     def _clear_compression_failure_cooldown(self) -> None:
         """Hermes' name: end the cooldown and forget its error and the timeout ladder's climb."""
@@ -588,18 +683,24 @@ class ContextCompressor(ContextEngine):
         self._summary_failure_kind = None
         self._last_summary_error = None
         self._consecutive_timeout_failures = 0
+        self._cooldown_persist_failed = False
         self._tell_session_db("clear_compression_failure_cooldown")
 
-    def _tell_session_db(self, method: str, *args: Any) -> None:
-        """Best effort, as in Hermes: a store that lacks the method or fails is not an error."""
+    def _tell_session_db(self, method: str, *args: Any) -> bool:
+        """Best effort, as in Hermes: a store that lacks the method or fails is not an error.
+
+        True when the store took the call.
+        """
         session_db = self.__dict__.get("_session_db")
         session_id = self.__dict__.get("_session_id")
         call = getattr(session_db, method, None) if session_db is not None and session_id else None
         if callable(call):
             try:
                 call(session_id, *args)
+                return True
             except Exception as exc:
                 logger.debug("session store %s failed: %s", method, exc)
+        return False
 
     def _set_failure_cooldown(self, seconds: float, kind: str, error: str | None = None) -> None:
         """A cooldown of one failure class (``kind``); ``error`` None keeps the current message."""
@@ -624,41 +725,27 @@ class ContextCompressor(ContextEngine):
             self._fallback_compression_streak += 1
         else:
             self._fallback_compression_streak = 0
+        self._tell_session_db("set_compression_fallback_streak", self._fallback_compression_streak)
 
     # ----------------------------------------------------------------------------------------
     # Token budgets and boundaries (§8.1, §6.5, §6.6)
     # ----------------------------------------------------------------------------------------
 
     def _estimate_msg_budget_tokens(self, msg: dict[str, Any]) -> int:
-        """Per-row budget estimate: text/4 + 10, plus tool calls and reasoning payloads."""
+        """Per-row budget estimate of the tail walks (context_compressor.py:419-446).
+
+        Content characters / 4 + 10 (an image part counts 6 400 characters), plus the whole
+        envelope of each tool call and the provider replay fields (reasoning blobs), which ride
+        on every request though they are not content.
+        """
         if not isinstance(msg, dict):
             return 10
-        content = msg.get("content")
-        chars = 0
-        if isinstance(content, str):
-            chars = len(content)
-        elif isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict):
-                    if part.get("type") in IMAGE_PART_TYPES:
-                        chars += _IMAGE_BUDGET_TOKENS_CHARS
-                    elif isinstance(part.get("text"), str):
-                        chars += len(part["text"])
-                elif isinstance(part, str):
-                    chars += len(part)
-        elif isinstance(content, dict):
-            chars = len(str(content.get("text_summary") or ""))
-            for part in content.get("content") or []:
-                if isinstance(part, dict) and part.get("type") in IMAGE_PART_TYPES:
-                    chars += _IMAGE_BUDGET_TOKENS_CHARS
-        tokens = chars // 4 + 10
+        tokens = _content_length_for_budget(msg.get("content") or "") // 4 + 10
         for call in msg.get("tool_calls") or []:
-            tokens += len(str(call)) // 4
+            if isinstance(call, dict):
+                tokens += len(str(call)) // 4
         for key in _REASONING_KEYS:
-            value = msg.get(key)
-            if value:
-                size = len(value) if isinstance(value, str) else len(json.dumps(value, ensure_ascii=False, default=str))
-                tokens += size // 4
+            tokens += _serialized_length_for_budget(msg.get(key)) // 4
         return tokens
 
     def _prune_old_tool_results(
@@ -671,17 +758,17 @@ class ContextCompressor(ContextEngine):
         count = self.protect_last_n if protect_tail_count is None else protect_tail_count
         return prune_old_tool_results(messages, count, protect_tail_tokens, self._estimate_msg_budget_tokens)
 
-    def _effective_protect_first_n(self, messages: list[dict[str, Any]] | None = None) -> int:
-        """Head protection only applies before the first compaction of a conversation."""
+    def _effective_protect_first_n(self) -> int:
+        """Head protection only applies before the first compaction of a conversation
+        (context_compressor.py:2886): afterwards the summary carries the early turns."""
         if self.compression_count >= 1 or self._previous_summary:
-            return 0
-        if messages and any(is_summary_message(m) for m in messages):
             return 0
         return self.protect_first_n
 
     def _protect_head_size(self, messages: list[dict[str, Any]]) -> int:
+        """The system prompt (always) plus ``_effective_protect_first_n`` rows (context_compressor.py:2903)."""
         head = 1 if messages and _role(messages[0]) == "system" else 0
-        return min(len(messages), head + self._effective_protect_first_n(messages))
+        return head + self._effective_protect_first_n()
 
     def _align_boundary_forward(self, messages: list[dict[str, Any]], idx: int) -> int:
         """Never start a slice on a tool result: skip forward past them."""
@@ -690,61 +777,61 @@ class ContextCompressor(ContextEngine):
         return idx
 
     def _align_boundary_backward(self, messages: list[dict[str, Any]], idx: int) -> int:
-        """If tool results sit just before ``idx``, move back to the assistant that called them."""
-        if idx <= 0 or idx > len(messages):
+        """A cut just after an assistant's tool calls (or among their results) moves back to
+        that assistant, so the call and its results are summarised together
+        (context_compressor.py:2928)."""
+        if idx <= 0 or idx >= len(messages):
             return idx
         j = idx - 1
         while j >= 0 and _role(messages[j]) == "tool":
             j -= 1
-        if j < idx - 1 and j >= 0 and _role(messages[j]) == "assistant" and messages[j].get("tool_calls"):
+        if j >= 0 and _role(messages[j]) == "assistant" and messages[j].get("tool_calls"):
             return j
         return idx
 
     def _find_tail_cut_by_tokens(
         self, messages: list[dict[str, Any]], head_end: int, token_budget: int | None = None
     ) -> int:
-        """Index where the protected tail starts (§6.6)."""
+        """Index where the protected tail starts (§6.6; context_compressor.py:3177-3295).
+
+        Walk back under 1.5x the budget, keeping at least a short floor of rows; when everything
+        fits, walk again under the plain budget, keeping the row that overflows it. Then keep the
+        floor, move off tool groups, and make sure the newest user row and the newest assistant
+        reply stay in the tail; the cut never goes back into the head.
+        """
         n = len(messages)
         budget = self.tail_token_budget if token_budget is None else token_budget
         available = max(0, n - head_end - 1)
         floor = max(3, min(self.protect_last_n, 8))
         cap = max(3, available - 2)
         min_tail = min(floor, cap, available) if available > 1 else 0
+        soft_ceiling = int(budget * 1.5)
 
-        def walk(limit: int) -> int:
-            acc = 0
-            cut = n
-            for i in range(n - 1, head_end - 1, -1):
-                tokens = self._estimate_msg_budget_tokens(messages[i])
-                if acc + tokens > limit and (n - cut) >= min_tail:
+        acc = 0
+        cut = n
+        for i in range(n - 1, head_end - 1, -1):
+            tokens = self._estimate_msg_budget_tokens(messages[i])
+            if acc + tokens > soft_ceiling and (n - i) >= min_tail:
+                break
+            acc += tokens
+            cut = i
+        if cut <= head_end and 0 < acc <= soft_ceiling:
+            raw = 0
+            for j in range(n - 1, head_end - 1, -1):
+                tokens = self._estimate_msg_budget_tokens(messages[j])
+                if raw + tokens > budget and (n - j) >= min_tail:
+                    cut = j
                     break
-                acc += tokens
-                cut = i
-            return cut
+                raw += tokens
+                cut = j
 
-        cut = walk(int(budget * 1.5))
+        fallback = n - min_tail
+        cut = min(cut, fallback)
         if cut <= head_end:
-            cut = walk(budget)
-        cut = min(cut, n - min_tail)
-        if cut <= head_end:
-            cut = max(n - min_tail, head_end + 1)
+            cut = max(fallback, head_end + 1)
         cut = self._align_boundary_backward(messages, cut)
         cut = self._ensure_last_user_message_in_tail(messages, cut, head_end)
-
-        asst_idx = None
-        fallback_asst = None
-        for i in range(n - 1, -1, -1):
-            if _role(messages[i]) != "assistant":
-                continue
-            if fallback_asst is None:
-                fallback_asst = i
-            if strip_think_blocks(message_text(messages[i])).strip():
-                asst_idx = i
-                break
-        if asst_idx is None:
-            asst_idx = fallback_asst
-        if asst_idx is not None and head_end <= asst_idx < cut:
-            cut = max(self._align_boundary_backward(messages, asst_idx), head_end + 1)
+        cut = self._ensure_last_assistant_message_in_tail(messages, cut, head_end)
 
         # Only beyond the default of one: the single-ask anchor already ran above, and running
         # it again after the assistant anchor could push the cut forward again.
@@ -752,27 +839,63 @@ class ContextCompressor(ContextEngine):
         if wanted > 1:
             cut = self._ensure_last_n_user_messages_in_tail(messages, cut, head_end, wanted)
 
-        return min(n, self._align_boundary_forward(messages, max(cut, head_end + 1)))
+        return self._align_boundary_forward(messages, max(cut, head_end + 1))
+
+    def _find_turn_pair_end(self, messages: list[dict[str, Any]], user_idx: int) -> int:
+        """The index after ``user -> assistant [-> tool results]`` starting at ``user_idx``."""
+        n = len(messages)
+        idx = user_idx + 1
+        if idx >= n or _role(messages[idx]) != "assistant":
+            return idx
+        idx += 1
+        while idx < n and _role(messages[idx]) == "tool":
+            idx += 1
+        return idx
 
     def _ensure_last_user_message_in_tail(self, messages: list[dict[str, Any]], cut_idx: int, head_end: int) -> int:
-        """Move the cut back so the newest user ask stays verbatim in the tail.
+        """Move the cut back so the newest user row stays verbatim in the tail.
 
-        When that ask is the first compressible row it cannot stay: the whole exchange (the
+        When that row is the first compressible one it cannot stay: the whole exchange (the
         ask, its reply and the reply's tool results) is summarised instead, so the summary
-        never records an answered ask as pending.
+        never records an answered ask as pending (context_compressor.py:3076-3148).
         """
         user_idx = self._find_last_user_message_idx(messages, head_end)
-        if not 0 <= user_idx < cut_idx:
+        if user_idx < 0 or user_idx >= cut_idx:
             return cut_idx
-        if user_idx >= head_end + 1:
-            return user_idx
-        n = len(messages)
-        j = user_idx + 1
-        if j < n and _role(messages[j]) == "assistant":
-            j += 1
-            while j < n and _role(messages[j]) == "tool":
-                j += 1
-        return j
+        adjusted = max(user_idx, head_end + 1)
+        if adjusted > user_idx:
+            return max(self._find_turn_pair_end(messages, user_idx), head_end + 1)
+        return adjusted
+
+    def _find_last_assistant_message_idx(self, messages: list[dict[str, Any]], head_end: int) -> int:
+        """The newest assistant row with visible text at or after ``head_end``; failing that the
+        newest assistant row of any kind there, or -1 (context_compressor.py:2977)."""
+        last_any = -1
+        for i in range(len(messages) - 1, head_end - 1, -1):
+            msg = messages[i]
+            if _role(msg) != "assistant":
+                continue
+            if last_any < 0:
+                last_any = i
+            content = msg.get("content")
+            if isinstance(content, str) and content.strip():
+                return i
+            if isinstance(content, list):
+                for part in content:
+                    if isinstance(part, dict):
+                        text = part.get("text") or part.get("content")
+                        if isinstance(text, str) and text.strip():
+                            return i
+        return last_any
+
+    def _ensure_last_assistant_message_in_tail(
+        self, messages: list[dict[str, Any]], cut_idx: int, head_end: int
+    ) -> int:
+        """Move the cut back so the reply the user last read is not rolled into the summary."""
+        idx = self._find_last_assistant_message_idx(messages, head_end)
+        if idx < 0 or idx >= cut_idx:
+            return cut_idx
+        return max(self._align_boundary_backward(messages, idx), head_end + 1)
 
     def _ensure_last_n_user_messages_in_tail(
         self, messages: list[dict[str, Any]], cut_idx: int, head_end: int, n: int
@@ -795,13 +918,13 @@ class ContextCompressor(ContextEngine):
         return max(target, head_end + 1)
 
     def _find_last_user_message_idx(self, messages: list[dict[str, Any]], head_end: int) -> int:
-        """Index of the newest user ask at or after ``head_end``, or -1 (the tail keeps it).
+        """Index of the newest user row at or after ``head_end`` that is not a summary, or -1.
 
-        Summaries, synthetic rows and blank platform echoes are not asks; a row with only an
-        image is.
+        Any other user row counts, a blank one included (context_compressor.py:2956).
         """
-        for i in range(len(messages) - 1, max(head_end, 0) - 1, -1):
-            if is_actionable_user_message(messages[i]):
+        for i in range(len(messages) - 1, head_end - 1, -1):
+            msg = messages[i]
+            if _role(msg) == "user" and not self._is_context_summary_content(msg.get("content")):
                 return i
         return -1
 
@@ -937,51 +1060,56 @@ class ContextCompressor(ContextEngine):
     def _generate_summary(
         self, turns: list[dict[str, Any]], focus_topic: str | None = None, memory_context: str = ""
     ) -> str | None:
-        """``SUMMARY_PREFIX + "\\n" + body`` from the summariser, or None (caller falls back)."""
-        if self.get_active_compression_failure_cooldown():
+        """``SUMMARY_PREFIX + "\\n" + body`` from the summariser, or None (caller falls back).
+
+        As context_compressor.py:2144-2613: nothing is asked during a cooldown; a failure of a
+        dedicated summary model is retried once on the main model; any other failure starts the
+        cooldown of its class and leaves its message in ``_last_summary_error``. The auth and
+        network flags persist until a summary succeeds (compress() does not reset them).
+        """
+        if self._cooldown_remaining() > 0:
             return None
         prompt = self._build_summary_prompt(turns, focus_topic, memory_context)
         self._last_summary_prompt = prompt
-        self._last_summary_auth_failure = False
-        self._last_summary_network_failure = False
         self._last_summary_from_cache = False
 
-        raw: str | None = None
         aux = self._load_aux()
-        for _attempt in range(2):
-            identity = self._summary_cache_identity(aux) if aux is not None else None
-            key = _summary.cache_key(identity, prompt) if identity else None
-            cached = _summary.cache_get(key) if key else None
-            if cached is not None:
-                raw = cached
-                self._last_summary_from_cache = True
-                break
+        identity = self._summary_cache_identity(aux) if aux is not None else None
+        key = _summary.cache_key(identity, prompt) if identity else None
+        raw = _summary.cache_get(key) if key else None
+        if raw is not None:
+            self._last_summary_from_cache = True
+        else:
             try:
                 raw = self._call_summary_llm(prompt)
             except Exception as exc:
                 kind = self._classify_summary_failure(exc)
-                if self.summary_model and not self._summary_model_fallen_back and kind not in ("no_provider", "auth"):
-                    # A dedicated summary model failed: switch to the main model once and retry.
-                    self._last_aux_model_failure_model = self.summary_model
-                    self._last_aux_model_failure_error = str(exc)
-                    self._summary_model_fallen_back = True
-                    self.summary_model = ""
-                    continue
+                if kind == "auth":
+                    self._last_summary_auth_failure = True
+                if kind != "no_provider" and self.summary_model and self.summary_model != self.model \
+                        and not self._summary_model_fallen_back:
+                    self._fall_back_to_main_model(exc)
+                    return self._generate_summary(turns, focus_topic=focus_topic, memory_context=memory_context)
                 self._record_summary_failure(exc, kind)
                 return None
             if key and identity:
                 _summary.cache_put(key, raw, model=identity)
-            break
-        if raw is None:
-            return None
 
         body = _summary.postprocess_summary(raw, turns)
-        if not body:
-            self._record_summary_failure(_EmptySummaryError("summary was empty after cleaning"), "other")
-            return None
         self._previous_summary = body
         self._clear_compression_failure_cooldown()
+        self._summary_model_fallen_back = False
+        self._last_summary_auth_failure = False
+        self._last_summary_network_failure = False
         return self._with_summary_prefix(body)
+
+    def _fall_back_to_main_model(self, exc: BaseException) -> None:
+        """The dedicated summary model failed: remember why and use the main model from now on."""
+        self._summary_model_fallen_back = True
+        self._last_aux_model_failure_error = _error_text(exc)
+        self._last_aux_model_failure_model = self.summary_model
+        self.summary_model = ""
+        self._clear_compression_failure_cooldown()
 
     @staticmethod
     def _classify_summary_failure(exc: BaseException) -> str:
@@ -1020,29 +1148,23 @@ class ContextCompressor(ContextEngine):
         return "other"
 
     def _record_summary_failure(self, exc: BaseException, kind: str | None = None) -> None:
+        """The cooldown of the failure's class, with the exception's own text as the error
+        (context_compressor.py:2421-2613): 600 s without a provider, 60 → 300 → 900 s for
+        timeouts, 30 s for malformed replies and dropped connections, 60 s otherwise."""
         kind = kind or self._classify_summary_failure(exc)
-        detail = str(exc)[:300]
-        if kind != "timeout":
-            self._consecutive_timeout_failures = 0
         if kind == "no_provider" and self.offline_stand_in:
             self._last_summary_offline_stand_in = True
             self._last_summary_error = NO_PROVIDER_ERROR + " (offline replay: the deterministic summary stands in)"
         elif kind == "no_provider":
             self._set_failure_cooldown(COOLDOWN_NO_PROVIDER, kind, NO_PROVIDER_ERROR)
         elif kind == "timeout":
-            self._apply_timeout_cooldown(f"summary request timed out: {detail}")
-        elif kind == "json":
-            self._set_failure_cooldown(COOLDOWN_TRANSIENT, kind, f"summary response was not valid JSON: {detail}")
-        elif kind == "connection":
-            self._last_summary_network_failure = True
-            self._set_failure_cooldown(COOLDOWN_TRANSIENT, kind, f"summary connection failed: {detail}")
-        elif kind == "auth":
-            self._last_summary_auth_failure = True
-            self._set_failure_cooldown(
-                COOLDOWN_OTHER, kind, f"summary request rejected (auth/permission/quota): {detail}"
-            )
+            self._apply_timeout_cooldown(_error_text(exc))
+        elif kind in ("json", "connection"):
+            if kind == "connection":
+                self._last_summary_network_failure = True
+            self._set_failure_cooldown(COOLDOWN_TRANSIENT, kind, _error_text(exc))
         else:
-            self._set_failure_cooldown(COOLDOWN_OTHER, kind, f"summary generation failed: {detail}")
+            self._set_failure_cooldown(COOLDOWN_OTHER, kind, _error_text(exc))
         if not self.quiet_mode:
             logger.warning("Context summary failed (%s): %s", kind, self._last_summary_error)
 
@@ -1056,10 +1178,9 @@ class ContextCompressor(ContextEngine):
         return self._with_summary_prefix(body)
 
     def _build_fallback_summary(self, turns: list[dict[str, Any]]) -> str:
-        """The fallback summary for the last failure; it becomes the running summary."""
-        summary = self._build_static_fallback_summary(turns, reason=self._last_summary_error)
-        self._previous_summary = self._strip_summary_prefix(summary)
-        return summary
+        """The fallback summary for the last failure. Like Hermes' it does not become the running
+        summary: the next compaction reads it back from the transcript (context_compressor.py:3556)."""
+        return self._build_static_fallback_summary(turns, reason=self._last_summary_error)
 
     @staticmethod
     def _strip_summary_prefix(summary: str) -> str:
@@ -1077,43 +1198,41 @@ class ContextCompressor(ContextEngine):
     # Assembly helpers (§6.4 steps 9-14)
     # ----------------------------------------------------------------------------------------
 
+    @staticmethod
+    def _get_tool_call_id(tc: Any) -> str:
+        """A tool call's id: ``call_id`` (Responses API) or ``id``, dict or object."""
+        return tool_call_id_of(tc)
+
     def _sanitize_tool_pairs(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Drop results without a surviving call and calls without a surviving result."""
-        call_ids: set[str] = set()
+        """Drop results whose call is gone and calls whose result is gone (context_compressor.py:2798).
+
+        A tool row without a ``tool_call_id`` references nothing and is kept. An assistant row
+        losing calls is a new dict; the rows given are not mutated.
+        """
+        call_ids = {cid for m in messages if _role(m) == "assistant"
+                    for cid in (self._get_tool_call_id(tc) for tc in m.get("tool_calls") or []) if cid}
+        result_ids = {m.get("tool_call_id") for m in messages if _role(m) == "tool" and m.get("tool_call_id")}
+        orphaned = result_ids - call_ids
+        if orphaned:
+            messages = [m for m in messages if not (_role(m) == "tool" and m.get("tool_call_id") in orphaned)]
+        missing = call_ids - result_ids
+        if not missing:
+            return messages
+        out = []
         for msg in messages:
-            if _role(msg) == "assistant":
-                for call in msg.get("tool_calls") or []:
-                    if isinstance(call, dict):
-                        call_ids.update(str(k) for k in (call.get("call_id"), call.get("id")) if k)
-        result_ids = {
-            str(msg.get("tool_call_id")) for msg in messages if _role(msg) == "tool" and msg.get("tool_call_id")
-        }
-        out: list[dict[str, Any]] = []
-        for msg in messages:
-            role = _role(msg)
-            if role == "tool":
-                if str(msg.get("tool_call_id") or "") not in call_ids:
-                    continue
+            calls = msg.get("tool_calls") if _role(msg) == "assistant" else None
+            kept = [tc for tc in calls if self._get_tool_call_id(tc) not in missing] if calls else None
+            if kept is None or len(kept) == len(calls):
                 out.append(msg)
                 continue
-            calls = msg.get("tool_calls") if role == "assistant" else None
-            if isinstance(calls, list) and calls:
-                kept = [
-                    c
-                    for c in calls
-                    if isinstance(c, dict)
-                    and (tool_call_id_of(c) in result_ids or str(c.get("id") or "") in result_ids)
-                ]
-                if len(kept) != len(calls):
-                    new = dict(msg)
-                    if kept:
-                        new["tool_calls"] = kept
-                    else:
-                        new.pop("tool_calls", None)
-                        if not message_text(new).strip():
-                            new["content"] = TOOL_CALL_REMOVED
-                    out.append(new)
-                    continue
+            msg = dict(msg)
+            if kept:
+                msg["tool_calls"] = kept
+            else:
+                msg.pop("tool_calls", None)
+                content = msg.get("content")
+                if not content or (isinstance(content, str) and not content.strip()):
+                    msg["content"] = TOOL_CALL_REMOVED
             out.append(msg)
         return out
 
@@ -1125,12 +1244,13 @@ class ContextCompressor(ContextEngine):
         )
 
     def _strip_historical_media(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Images before the newest image-bearing user message become a short text part."""
+        """Images before the newest image-bearing user message become a short text part
+        (context_compressor.py:612); a rewritten row loses its stale ``api_content``."""
         anchor = next(
             (i for i in range(len(messages) - 1, -1, -1) if _role(messages[i]) == "user" and self._has_image(messages[i])),
-            None,
+            -1,
         )
-        if anchor is None:
+        if anchor <= 0:
             return messages
         out = list(messages)
         for i in range(anchor):
@@ -1143,6 +1263,7 @@ class ContextCompressor(ContextEngine):
                     else p
                     for p in msg["content"]
                 ]
+                new.pop("api_content", None)
                 out[i] = new
         return out
 
@@ -1151,13 +1272,14 @@ class ContextCompressor(ContextEngine):
         """``(role, merge)`` for the summary between ``messages[:start]`` and ``messages[end:]``.
 
         The summary must not sit between two rows of its own role (strict providers reject
-        consecutive same-role rows) and must leave a user row in the request; when neither role
-        fits, it is merged into the first tail row instead of standing alone.
+        consecutive same-role rows), must be a user row after a system prompt, and must be one
+        when no user row survives; when neither role fits, it is merged into the first tail row
+        instead of standing alone (context_compressor.py:3556-3620).
         """
-        last_head_role = _role(messages[start - 1]) if start > 0 else "user"
-        first_tail_role = _role(messages[end]) if end < len(messages) else "user"
+        last_head_role = messages[start - 1].get("role", "user") if start > 0 else "user"
+        first_tail_role = messages[end].get("role", "user") if end < len(messages) else "user"
         force_user = last_head_role == "system" or not any(
-            is_real_user_message(m) for m in list(messages[:start]) + list(messages[end:])
+            _role(m) == "user" for m in list(messages[:start]) + list(messages[end:])
         )
         role = "user" if (last_head_role in ("assistant", "tool") or force_user) else "assistant"
         if role == first_tail_role:
@@ -1173,7 +1295,7 @@ class ContextCompressor(ContextEngine):
         merged = dict(message)
         merged.pop("api_content", None)
         closing = MERGED_PRIOR_CLOSE + summary + "\n\n" + END_MARKER
-        content = message.get("content")
+        content = message.get("content", "")
         if isinstance(content, list):
             merged["content"] = (
                 [{"type": "text", "text": MERGED_PRIOR_OPEN}] + list(content) + [{"type": "text", "text": closing}]
@@ -1181,8 +1303,46 @@ class ContextCompressor(ContextEngine):
         else:
             old = "" if content is None else (content if isinstance(content, str) else str(content))
             merged["content"] = MERGED_PRIOR_OPEN + old + closing
-        merged["_compressed_summary"] = True
+        merged[COMPRESSED_SUMMARY_METADATA_KEY] = True
         return merged
+
+    @staticmethod
+    def _with_compaction_note(message: dict[str, Any]) -> dict[str, Any]:
+        """The system prompt with our note that earlier turns were compacted (once)."""
+        content = message.get("content")
+        if SYSTEM_COMPACTION_NOTE.strip()[:40] in content_text_for_contains(content):
+            return message
+        note = SYSTEM_COMPACTION_NOTE.strip()
+        if content is None:
+            message["content"] = note
+        elif isinstance(content, str):
+            message["content"] = content + "\n\n" + note if content else note
+        elif isinstance(content, list):
+            message["content"] = [*content, {"type": "text", "text": note}]
+        else:
+            message["content"] = str(content) + note
+        return message
+
+    @staticmethod
+    def _is_context_summary_content(content: Any) -> bool:
+        """Hermes' test for a summary (standalone or merged) by its text."""
+        return is_context_summary_content(content)
+
+    @staticmethod
+    def _has_compressed_summary_metadata(message: Any) -> bool:
+        """True for a row flagged as a compaction summary (``COMPRESSED_SUMMARY_METADATA_KEY``)."""
+        return isinstance(message, dict) and bool(message.get(COMPRESSED_SUMMARY_METADATA_KEY))
+
+    @classmethod
+    def _find_latest_context_summary(
+        cls, messages: list[dict[str, Any]], start: int, end: int
+    ) -> tuple[int | None, str]:
+        """``(index, body)`` of the newest summary in ``messages[start:end]``, or ``(None, "")``."""
+        for idx in range(end - 1, start - 1, -1):
+            content = messages[idx].get("content")
+            if cls._is_context_summary_content(content):
+                return idx, cls._strip_summary_prefix(content_text_for_contains(content))
+        return None, ""
 
     # ----------------------------------------------------------------------------------------
     # compress (§6.4)
@@ -1215,24 +1375,28 @@ class ContextCompressor(ContextEngine):
         force: bool,
         memory_context: str,
     ) -> list:
-        # 1. per-call flags
-        self._last_compress_aborted = False
-        self._last_summary_fallback_used = False
-        self._last_summary_offline_stand_in = False
+        """The steps of context_compressor.py:3312-3727, in its order."""
+        # 1. per-call flags (the auth/network flags persist until a summary succeeds)
         self._last_summary_dropped_count = 0
+        self._last_summary_fallback_used = False
+        self._last_summary_error = None
+        self._last_aux_model_failure_error = None
+        self._last_aux_model_failure_model = None
+        self._last_compress_aborted = False
         self._last_compression_made_progress = False
+        self._last_summary_offline_stand_in = False
         self._last_summary_from_cache = False
         if force:
             self._clear_compression_failure_cooldown()
 
         original = messages
-        # 2. head and the minimum size
-        head = self._protect_head_size(messages)
-        if len(messages) <= head + 4:
+        # 2. the minimum size: head plus three rows plus one
+        n = len(messages)
+        if n <= self._protect_head_size(messages) + 4:
             self._ineffective_compression_count += 1
+            self._last_compression_savings_pct = 0.0
             return original
 
-        before_tokens = estimate_messages_tokens_rough(messages)
         # 3. tool-output prune
         messages, pruned = self._prune_old_tool_results(
             messages, protect_tail_count=self.protect_last_n, protect_tail_tokens=self.tail_token_budget
@@ -1241,76 +1405,76 @@ class ContextCompressor(ContextEngine):
             logger.info("Pre-compression: pruned %d old tool result(s)", pruned)
 
         # 4. window
-        start = self._align_boundary_forward(messages, head)
+        start = self._align_boundary_forward(messages, self._protect_head_size(messages))
         end = self._find_tail_cut_by_tokens(messages, start)
-        if start >= end:
+        # Nothing between head and tail: the pruned list, as Hermes returns it. A cut past the end
+        # (a transcript of head rows and tool results only) makes Hermes 0.19.0 raise IndexError
+        # (context_compressor.py:2782); ours treats it as the same no-op (meta.host_differences).
+        if start >= end or end > n:
             self._ineffective_compression_count += 1
+            self._last_compression_savings_pct = 0.0
             return messages
 
-        # 5. an existing summary inside the window: continue from it
+        # 5. an existing summary (from the head on) continues: the one in memory if any, else
+        #    the transcript's; none in the transcript means the memory is another conversation's
+        turns = messages[start:end]
         search_from = 1 if _role(messages[0]) == "system" else 0
-        summary_idx = next((i for i in range(end - 1, search_from - 1, -1) if is_summary_message(messages[i])), None)
+        summary_idx, body = self._find_latest_context_summary(messages, search_from, end)
         if summary_idx is not None:
-            # The transcript's own summary is the running summary of this conversation. For a
-            # single session it equals the in-memory copy; reading it every time also keeps an
-            # instance shared between sessions from continuing another session's summary.
-            body = self._strip_summary_prefix(message_text(messages[summary_idx]))
-            if body:
+            if body and not self._previous_summary:
                 self._previous_summary = body
-            turns = messages[max(summary_idx + 1, start) : end]
-        else:
-            if self._previous_summary:
-                self._previous_summary = None  # belongs to another conversation
-            turns = messages[start:end]
+            turns = messages[max(start, summary_idx + 1) : end]
+        elif self._previous_summary:
+            self._previous_summary = None
 
-        # 6. focus
+        # 6-8. focus, summary, abort or fallback
         focus = focus_topic or self._derive_auto_focus_topic(messages)
-
-        # 7-8. summary, abort or fallback
         summary = self._generate_summary(turns, focus_topic=focus, memory_context=memory_context)
-        if summary is None:
+        if not summary:
             # Offline, the deterministic summary stands in for the answer the main model would have
             # given (README): that is not a failure, so abort_on_summary_failure does not apply.
             failed = not self._last_summary_offline_stand_in
             if failed and self.abort_on_summary_failure or self._last_summary_auth_failure \
                     or self._last_summary_network_failure:
+                self._last_summary_dropped_count = 0
+                self._last_summary_fallback_used = False
                 self._last_compress_aborted = True
                 if not self.quiet_mode:
                     logger.warning("Compression aborted: %s", self._last_summary_error)
-                return original
+                return messages  # the pruned list, as Hermes returns it
+
+        # 9. head rows (the system prompt gets the compaction note)
+        head_rows = [_copy_row(m) for m in messages[:start]]
+        if head_rows and head_rows[0].get("role") == "system":
+            self._with_compaction_note(head_rows[0])
+        if not summary:
             summary = self._build_fallback_summary(turns)
             self._last_summary_fallback_used = True
             self._last_summary_dropped_count = end - start
 
-        # 9. head rows
-        head_rows = [_copy_row(m) for m in messages[:start]]
-        if head_rows and head_rows[0].get("role") == "system":
-            content = head_rows[0].get("content")
-            if isinstance(content, str) and SYSTEM_COMPACTION_NOTE.strip()[:40] not in content:
-                head_rows[0]["content"] = content + SYSTEM_COMPACTION_NOTE
-        tail_rows = [_copy_row(m) for m in messages[end:]]
-
-        # 10. role of the summary message
+        # 10-12. role of the summary; a standalone row, or merged into the first tail row. With
+        #        no tail row to merge into, Hermes inserts no summary at all (reproduced).
         role, merge = self._summary_role(messages, start, end)
-        merge = merge and bool(tail_rows)
-
-        # 11-12. summary message and tail
-        if merge:
-            tail_rows[0] = self._merge_summary_into(tail_rows[0], summary)
-            assembled = head_rows + tail_rows
-        else:
-            summary_msg = {"role": role, "content": summary + "\n\n" + END_MARKER, "_compressed_summary": True}
-            assembled = head_rows + [summary_msg] + tail_rows
+        assembled = head_rows
+        if not merge:
+            assembled.append({"role": role, "content": summary + "\n\n" + END_MARKER,
+                              COMPRESSED_SUMMARY_METADATA_KEY: True})
+        for i in range(end, n):
+            row = _copy_row(messages[i])
+            if merge and i == end:
+                row = self._merge_summary_into(row, summary)
+            assembled.append(row)
         self.compression_count += 1
 
         # 13-14. tool pairs, historical media
         assembled = self._sanitize_tool_pairs(assembled)
         assembled = self._strip_historical_media(assembled)
 
-        # 15. diagnostics
+        # 15. diagnostics: savings of the message list given to the window step
+        before_tokens = estimate_messages_tokens_rough(messages)
         after_tokens = estimate_messages_tokens_rough(assembled)
         self._last_compression_savings_pct = (
-            round((before_tokens - after_tokens) / before_tokens * 100, 1) if before_tokens else 0.0
+            (before_tokens - after_tokens) / before_tokens * 100 if before_tokens > 0 else 0
         )
         if not self.quiet_mode:
             logger.info(
@@ -1318,7 +1482,8 @@ class ContextCompressor(ContextEngine):
                 len(original), len(assembled), before_tokens, after_tokens,
                 self._last_compression_savings_pct, current_tokens,
             )
-        assembled = [_copy_row(m) if "_db_persisted" in m else m for m in assembled]
+        for row in assembled:
+            row.pop("_db_persisted", None)
         self._last_compression_made_progress = True
         self._proactive_prune_watermark = None
         return assembled
@@ -1375,40 +1540,93 @@ class ContextCompressor(ContextEngine):
     # ----------------------------------------------------------------------------------------
 
     def bind_session_state(self, session_db: Any = None, session_id: str = "") -> None:
-        """Remember the session store; cooldowns and streaks stay in memory in the inspector."""
+        """Bind the session row; a new binding starts without cooldown, error or fallback streak
+        (context_compressor.py:941), then reads what a store that keeps them has for the row."""
         self._session_db = session_db
         self._session_id = session_id or ""
+        self._failure_cooldown_deadline = 0.0
+        self._summary_failure_kind = None
+        self._cooldown_persist_failed = False
+        self._last_summary_error = None
+        self._consecutive_timeout_failures = 0
+        self._fallback_compression_streak = 0
+        self.get_active_compression_failure_cooldown()
+        self._load_fallback_compression_streak()
 
-    def on_session_end(self, session_id: str, messages: list) -> None:
-        """Forget the running summary; the next compaction re-reads it from the transcript."""
-        self._previous_summary = None
+    def _load_fallback_compression_streak(self) -> None:
+        getter = getattr(self._session_db, "get_compression_fallback_streak", None)
+        if not self._session_id or not callable(getter):
+            return
+        try:
+            stored = getter(self._session_id)
+            self._fallback_compression_streak = max(0, int(stored) if isinstance(stored, (int, float, str)) else 0)
+        except Exception as exc:
+            logger.debug("session store get_compression_fallback_streak failed: %s", exc)
 
-    def on_session_reset(self) -> None:
-        super().on_session_reset()
+    def on_session_start(self, session_id: str, **kwargs: Any) -> None:
+        """Bind the new or resumed session (context_compressor.py:953-979).
+
+        A rotation for compression continues the same conversation, so its fallback streak
+        carries over (from the parent row when the store keeps one); any other boundary starts
+        the streak, the cooldown and the last error afresh.
+        """
+        super().on_session_start(session_id, **kwargs)
+        reason = kwargs.get("boundary_reason")
+        session_db = kwargs.get("session_db", self.__dict__.get("_session_db"))
+        streak = self._fallback_compression_streak
+        old_session_id = kwargs.get("old_session_id")
+        getter = getattr(session_db, "get_compression_fallback_streak", None)
+        if reason == "compression" and old_session_id and callable(getter):
+            try:
+                stored = getter(old_session_id)
+                if isinstance(stored, (int, float, str)):
+                    streak = max(0, int(stored))
+            except Exception as exc:
+                logger.debug("parent fallback streak lookup failed: %s", exc)
+        self.bind_session_state(session_db, session_id)
+        if reason == "compression":
+            self._fallback_compression_streak = streak
+
+    def _reset_session_state(self) -> None:
+        """Every per-session field of the anti-thrash and summary machinery, as Hermes resets them."""
         self._previous_summary = None
-        self.last_real_prompt_tokens = 0
-        self.awaiting_real_usage_after_compression = False
-        self._rough_baseline_tokens = None
-        self._rough_baseline_pending = False
+        self._last_summary_error = None
+        self._consecutive_timeout_failures = 0
+        self._last_summary_dropped_count = 0
+        self._last_summary_fallback_used = False
+        self._last_aux_model_failure_error = None
+        self._last_aux_model_failure_model = None
+        self._last_compression_savings_pct = 100.0
         self._ineffective_compression_count = 0
         self._fallback_compression_streak = 0
         self._verify_compaction_cleared_threshold = False
-        self._consecutive_timeout_failures = 0
+        self._last_compression_made_progress = False
         self._failure_cooldown_deadline = 0.0
         self._summary_failure_kind = None
-        self._proactive_prune_watermark = None
+        self._cooldown_persist_failed = False
         self._last_compress_aborted = False
-        self._last_summary_error = None
-        self._last_summary_fallback_used = False
-        self._last_summary_dropped_count = 0
-        self._last_compression_made_progress = False
+        self.last_real_prompt_tokens = 0
+        self.last_compression_rough_tokens = 0
+        self.last_rough_tokens_when_real_prompt_fit = 0
+        self.awaiting_real_usage_after_compression = False
+        self._proactive_prune_watermark = None
+
+    def on_session_end(self, session_id: str, messages: list) -> None:
+        """A real session boundary: nothing of this session's compaction state may leak into the
+        next one (context_compressor.py:900-939)."""
+        self._reset_session_state()
+
+    def on_session_reset(self) -> None:
+        """``/new`` or ``/reset``: token counts and the compaction count too (context_compressor.py:874)."""
+        super().on_session_reset()
+        self._reset_session_state()
 
     def get_status(self) -> dict:
         status = super().get_status()
         status.update(
             {
                 "threshold_percent": self.threshold_percent,
-                "failure_cooldown_seconds": self.get_active_compression_failure_cooldown() or 0.0,
+                "failure_cooldown_seconds": self._cooldown_remaining(),
                 "ineffective_compression_count": self._ineffective_compression_count,
                 "fallback_compression_streak": self._fallback_compression_streak,
                 "last_summary_fallback_used": self._last_summary_fallback_used,

@@ -104,6 +104,38 @@ def is_summary_text(text: str) -> bool:
     return stripped.startswith(_SUMMARY_TAGS) or stripped.startswith(MERGED_PRIOR_OPEN.strip())
 
 
+def content_text_for_contains(content: Any) -> str:
+    """The text of any content shape, for "does it contain / start with" checks
+    (``_content_text_for_contains``, context_compressor.py:449)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for item in content:
+            if isinstance(item, str):
+                parts.append(item)
+            elif isinstance(item, dict) and isinstance(item.get("text"), str):
+                parts.append(item["text"])
+        return "\n".join(p for p in parts if p)
+    return str(content)
+
+
+def is_context_summary_content(content: Any) -> bool:
+    """Content that is a compaction summary, standalone or merged into a tail row.
+
+    Hermes' rule (context_compressor.py:2651): past the merge delimiter if there is one, the text
+    starts with a summary prefix. Every prefix Hermes has written opens with one of two tags,
+    so the tags are what is matched (a summary our compressor wrote opens with the first).
+    """
+    text = content_text_for_contains(content).lstrip()
+    delimiter = MERGED_PRIOR_CLOSE.strip()
+    if delimiter in text:
+        text = text.split(delimiter, 1)[1].lstrip()
+    return text.startswith(_SUMMARY_TAGS)
+
+
 def is_summary_message(message: Any) -> bool:
     """A compaction summary, standalone or merged, from this or an earlier Hermes version."""
     if not isinstance(message, dict):
@@ -404,10 +436,9 @@ def ground_snapshot(body: str, ask: str | None) -> str:
 
 
 def postprocess_summary(raw: str, turns: list[dict[str, Any]]) -> str:
-    body = strip_think_blocks(raw)
-    body = redact_sensitive_text(body).strip()
-    if not body:
-        return ""
+    """Reasoning blocks out (unless that leaves nothing), secrets redacted, task snapshot grounded."""
+    body = strip_think_blocks(raw).strip() or raw
+    body = redact_sensitive_text(body.strip())
     return ground_snapshot(body, latest_user_ask(turns))
 
 

@@ -1,4 +1,5 @@
-"""The real agent's runs, made once per test session (each takes a few seconds in the Hermes interpreter)."""
+"""The real agent's runs, made once per test session (each takes a few seconds in the Hermes
+interpreter), and the differential suite's figures, printed in the test summary."""
 
 from __future__ import annotations
 
@@ -17,3 +18,12 @@ def real_runs(tmp_path_factory):
         return cache[name]
 
     return get
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 (pytest's hook signature)
+    from tests.differential.test_compressor_differential import FIGURES
+
+    if FIGURES:
+        terminalreporter.write_sep("-", "Hermes 0.19.0 differential")
+        for key, value in FIGURES.items():
+            terminalreporter.write_line(f"{key}: {value}")

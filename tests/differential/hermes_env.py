@@ -9,9 +9,13 @@ code in that interpreter as a subprocess and skip, with the install's own reason
 from __future__ import annotations
 
 import functools
+import json
 import os
 import subprocess
+import tempfile
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,3 +55,57 @@ def hermes_python() -> Path:
     if python is None:
         pytest.skip(why)
     return python
+
+
+DRIVERS = Path(__file__).resolve().parent
+
+
+class HermesRun:
+    """``tests/differential/<script>`` running in the Hermes interpreter: JSON in, JSON out.
+
+    It starts at once, in the background, so the caller can do its own half of a comparison
+    meanwhile; :meth:`result` waits for the answer. ``HERMES_HOME`` is a fresh temporary folder
+    (removed afterwards) and provider keys of the calling environment are not passed on unless
+    given in ``env``; drivers install their own no-egress audit hook. Skips the calling test
+    when Hermes is not installed; fails with the driver's stderr when it crashes.
+    """
+
+    def __init__(self, script: str, request: Any, *, timeout: float = 600, env: dict[str, str] | None = None):
+        python = hermes_python()
+        self.script, self.python = script, python
+        self._home = tempfile.TemporaryDirectory(prefix="hermes-home-")
+        child_env = {k: v for k, v in os.environ.items() if not _looks_secret(k)}
+        child_env.update({"HERMES_HOME": self._home.name, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"})
+        child_env.update(env or {})
+        self._proc = subprocess.Popen(
+            [str(python), str(DRIVERS / script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=child_env, cwd=self._home.name,
+        )
+        self._answer: tuple[str, str] | None = None
+        self._thread = threading.Thread(target=self._talk, args=(json.dumps(request), timeout), daemon=True)
+        self._thread.start()
+
+    def _talk(self, payload: str, timeout: float) -> None:
+        try:
+            self._answer = self._proc.communicate(payload, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._answer = ("", f"timed out after {timeout:.0f} s")
+
+    def result(self) -> Any:
+        self._thread.join()
+        self._home.cleanup()
+        out, err = self._answer or ("", "no answer")
+        if self._proc.returncode != 0:
+            pytest.fail(f"{self.script} failed in {self.python} (exit {self._proc.returncode}):\n{err[-4000:]}")
+        return json.loads(out)
+
+
+def run_in_hermes(script: str, request: Any, *, timeout: float = 600, env: dict[str, str] | None = None) -> Any:
+    """:class:`HermesRun`, waited for."""
+    return HermesRun(script, request, timeout=timeout, env=env).result()
+
+
+def _looks_secret(name: str) -> bool:
+    upper = name.upper()
+    return upper.endswith(("_API_KEY", "_TOKEN", "_SECRET")) or upper in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")

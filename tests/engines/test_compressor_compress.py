@@ -147,8 +147,8 @@ def test_head_protection_drops_after_first_compaction():
     assert out2[0]["_compressed_summary"] is True
     assert len(out2) == 9
     assert c.compression_count == 2
-    # a fresh engine on a transcript that already holds a summary also protects no head
-    assert engine()._protect_head_size(longer) == 0
+    # a fresh engine protects the head even when the transcript opens with a summary (as Hermes)
+    assert engine()._protect_head_size(longer) == 3
     with_system = [{"role": "system", "content": "s"}, *chat(10)]
     assert engine()._protect_head_size(with_system) == 4
 
@@ -173,7 +173,7 @@ def test_system_note_appended_once_and_db_flag_stripped():
 def test_prune_runs_before_the_window_and_reaches_head_rows():
     c = engine()
     c.tail_token_budget = 50
-    big = "exit code: 0\n" + "\n".join(f"line {i}" for i in range(200))
+    big = '{"exit_code": 0}\n' + "\n".join(f"line {i}" for i in range(200))
     msgs = [u("start"), a("", [call("c1", command="ls -la")]), tool("c1", big), *chat(40, start=10)]
     out = c.compress(msgs)
     assert out[2] == {"role": "tool", "tool_call_id": "c1", "content": "[terminal] ran `ls -la` -> exit 0, 201 lines output"}
@@ -225,7 +225,8 @@ def test_tail_cut_keeps_min_tail_rows_over_budget():
 def test_tail_cut_rewalks_with_raw_budget_when_everything_fits():
     c = engine(protect_last_n=3)
     c.tail_token_budget = 600  # soft 900 covers rows 2..9 (800) -> re-walk with 600
-    assert c._find_tail_cut_by_tokens(_sized_chat(10), 2) == 4
+    # rows 4..9 fill the 600 exactly; row 3, which overflows it, is kept in the tail too
+    assert c._find_tail_cut_by_tokens(_sized_chat(10), 2) == 3
 
 
 def test_tail_cut_aligns_back_to_the_calling_assistant():
@@ -284,7 +285,8 @@ def test_tail_cut_keeps_last_assistant_with_visible_text():
         tool("c2", "r2"),
     ]
     c.tail_token_budget = 1
-    assert c._find_tail_cut_by_tokens(msgs, 1) == 3
+    # Hermes reads the text as it is: "<think>only thinking</think>" is visible text (row 7)
+    assert c._find_tail_cut_by_tokens(msgs, 1) == 4
 
 
 def test_tail_cut_falls_back_to_last_assistant_without_text():
@@ -297,7 +299,7 @@ def test_tail_cut_falls_back_to_last_assistant_without_text():
 def test_tail_cut_never_starts_on_tool_row_and_stays_in_range():
     c = engine(protect_last_n=3)
     msgs = [u("go"), a("", [call("c1")])] + [tool("c1", "r")] * 6
-    assert c._find_tail_cut_by_tokens(msgs, 8) == 8
+    assert c._find_tail_cut_by_tokens(msgs, 8) == 9  # past the end when the head is everything (Hermes)
     assert c._align_boundary_forward(msgs, 2) == 8
     assert c._align_boundary_backward(msgs, 5) == 1
     assert c._align_boundary_backward(msgs, 1) == 1
@@ -365,7 +367,7 @@ def test_has_content_to_compress():
     c = engine()
     assert c.has_content_to_compress(chat(40)) is True
     only_tools = [u("go"), a("", [call("c1")])] + [tool("c1", "r")] * 6
-    assert c.has_content_to_compress(only_tools) is False
+    assert c.has_content_to_compress(only_tools) is True  # Hermes' answer, though compress() has no window
     # the tail cut always leaves at least one row to summarise once the head ends early
     assert c.has_content_to_compress(chat(4)) is True
 
@@ -512,7 +514,7 @@ def test_abort_on_summary_failure_keeps_original():
     c = engine(abort_on_summary_failure=True)
     msgs = chat(40)
     out = c.compress(msgs)
-    assert out is msgs
+    assert out == msgs  # Hermes returns its pruned copy, unchanged here
     assert c._last_compress_aborted is True
     assert c._last_summary_error == "no auxiliary LLM provider configured"
     assert c.compression_count == 0
@@ -535,7 +537,7 @@ def test_auth_and_connection_failures_abort(monkeypatch, exc):
     install_aux(monkeypatch, FakeAux(exc))
     c = engine()
     msgs = chat(40)
-    assert c.compress(msgs) is msgs
+    assert c.compress(msgs) == msgs  # Hermes returns its pruned copy, unchanged here
     assert c._last_compress_aborted is True
     assert c.compression_count == 0
 
@@ -546,7 +548,7 @@ def test_timeout_falls_back_instead_of_aborting(monkeypatch):
     out = c.compress(chat(40))
     assert c._last_compress_aborted is False
     assert c._last_summary_fallback_used is True
-    assert "summary request timed out" in out[3]["content"]
+    assert "read timed out" in out[3]["content"]  # the exception's own text, as Hermes keeps it
     assert c.compression_count == 1
 
 
@@ -555,7 +557,7 @@ def test_empty_reply_is_a_failure(monkeypatch):
     c = engine()
     c.compress(chat(40))
     assert c._last_summary_fallback_used is True
-    assert c._last_summary_error.startswith("summary generation failed")
+    assert "empty content" in c._last_summary_error
 
 
 def test_dict_shaped_response_and_non_string_content(monkeypatch):
@@ -605,7 +607,7 @@ S = u(SUMMARY_PREFIX + "\nold", _compressed_summary=True)
         ([u("h"), u("w"), a("t")], 1, 2, ("assistant", True)),  # head user, tail assistant -> merge
         ([u("x"), tool("c", "h"), a("w"), u("t")], 2, 3, ("assistant", False)),  # head tool: flip
         ([{"role": "system", "content": "s"}, a("w"), u("t")], 1, 2, ("user", True)),  # forced
-        ([S, a("w"), a("t")], 1, 2, ("user", False)),  # no real user survives -> forced user
+        ([S, a("w"), a("t")], 1, 2, ("assistant", True)),  # a user-role summary counts as a user row
         ([u("w"), a("t"), u("z")], 0, 1, ("assistant", True)),  # start 0 counts as a user head
         ([u("w"), a("t")], 0, 1, ("user", False)),  # ...but no real user survives: forced user
         ([u("w"), u("t")], 0, 1, ("assistant", False)),
@@ -742,16 +744,16 @@ def test_memory_context_is_sanitised_and_escaped(monkeypatch):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_shared_instance_continues_each_sessions_own_summary(monkeypatch):
-    fake = install_aux(monkeypatch, FakeAux("## Goal\nsession A body", "## Goal\nsession B body", "## Goal\nA2", "## Goal\nB2"))
+def test_an_instance_continues_the_summary_in_memory_over_the_transcripts(monkeypatch):
+    """Hermes prefers its in-memory summary (context_compressor.py:3437): one instance compacting
+    two conversations in turn carries the other one's summary on, and so does ours."""
+    fake = install_aux(monkeypatch, FakeAux("## Goal\nsession A body", "## Goal\nsession B body", "## Goal\nA2"))
     c = engine()
     a_out = c.compress(chat(40))
     b_msgs = [u(f"B ask {i}") if i % 2 == 0 else a(f"B reply {i}") for i in range(40)]
-    b_out = c.compress(b_msgs)
+    c.compress(b_msgs)
     c.compress(a_out + chat(20, start=40))
-    c.compress(b_out + [u(f"B more {i}") if i % 2 == 0 else a(f"B more {i}") for i in range(20)])
-    assert "session A body" in fake.prompts[2] and "session B body" not in fake.prompts[2]
-    assert "session B body" in fake.prompts[3] and "session A body" not in fake.prompts[3]
+    assert "session B body" in fake.prompts[2] and "session A body" not in fake.prompts[2]
 
 
 def test_concurrent_compress_on_pool_threads_never_mixes_sessions():

@@ -12,6 +12,13 @@ from inspector.engines.compressor_summary import MERGED_PRIOR_CLOSE, MERGED_PRIO
 from inspector.engines.run_context import RunContext, running
 from tests.engines.compressor_fakes import NO_PROVIDER, FakeAux, hermetic, install_aux  # noqa: F401
 
+
+def cooldown_left(c, **kwargs):
+    """Seconds left in the engine's summary-failure cooldown (Hermes' dict), or None."""
+    state = c.get_active_compression_failure_cooldown(**kwargs)
+    return state["remaining_seconds"] if state else None
+
+
 OLDER_HERMES_PREFIX = (
     "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary below. "
     "Your current task is identified in the '## Active Task' section of the summary — resume exactly from there. "
@@ -151,8 +158,8 @@ def test_record_compression_failure_cooldown_blocks_for_its_seconds_and_keeps_th
     clock = Clock()
     c = engine(clock=clock)
     c._record_compression_failure_cooldown(45, "summary endpoint said 503")
-    assert c.get_active_compression_failure_cooldown() == 45
-    assert c.get_active_compression_failure_cooldown(refresh=True) == 45
+    assert cooldown_left(c) == 45
+    assert cooldown_left(c, refresh=True) == 45
     assert c._last_summary_error == "summary endpoint said 503"
     assert c.should_compress_info(150_000) == (False, "cooldown:45")
     clock.t += 45
@@ -182,19 +189,19 @@ def test_a_session_store_without_the_methods_or_failing_is_ignored():
         c.bind_session_state(store, "sid")
         c._record_compression_failure_cooldown(30, "x")
         c._clear_compression_failure_cooldown()
-        assert c.get_active_compression_failure_cooldown() is None
+        assert cooldown_left(c) is None
 
 
 def test_clear_compression_failure_cooldown_also_resets_the_error_and_timeout_ladder():
     c = engine(clock=Clock())
     c.record_timeout_failure("slow")
     c.record_timeout_failure("slower")
-    assert c.get_active_compression_failure_cooldown() == 300
+    assert cooldown_left(c) == 300
     c._clear_compression_failure_cooldown()
-    assert c.get_active_compression_failure_cooldown() is None
+    assert cooldown_left(c) is None
     assert c._last_summary_error is None and c._summary_failure_kind is None
     c.record_timeout_failure("again")
-    assert c.get_active_compression_failure_cooldown() == 60  # the ladder starts over
+    assert cooldown_left(c) == 60  # the ladder starts over
 
 
 class Recording(ContextCompressor):
@@ -232,7 +239,7 @@ def test_cooldowns_end_through_clear_compression_failure_cooldown(monkeypatch, t
         clock.t += 600
         c._generate_summary(chat(6))
     assert ("clear",) in c.cooldown_calls
-    assert c.get_active_compression_failure_cooldown() is None
+    assert cooldown_left(c) is None
 
 
 def test_code_comparing_the_cooldown_with_time_monotonic_agrees_with_the_runs_clock():
@@ -250,17 +257,17 @@ def test_code_comparing_the_cooldown_with_time_monotonic_agrees_with_the_runs_cl
     c = engine(MonotonicStyle)
     with running(RunContext(clock=clock)):
         c._generate_summary(chat(6))
-        assert c.get_active_compression_failure_cooldown() == pytest.approx(60, abs=0.5)
+        assert cooldown_left(c) == pytest.approx(60, abs=0.5)
         assert c.should_compress(150_000) is False
         assert time.monotonic() < c._summary_failure_cooldown_until  # the subclass's own check agrees
         clock.t += 61  # a minute of transcript later (a few milliseconds of replay)
-        assert c.get_active_compression_failure_cooldown() is None
+        assert cooldown_left(c) is None
         assert c.should_compress(150_000) is True
         assert not time.monotonic() < c._summary_failure_cooldown_until
         c.record_timeout_failure("stalled")  # a cooldown the class itself records on the run's clock
         assert c._summary_failure_cooldown_until - time.monotonic() == pytest.approx(60, abs=0.5)
         c._summary_failure_cooldown_until = 0.0
-        assert c.get_active_compression_failure_cooldown() is None
+        assert cooldown_left(c) is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,24 +275,22 @@ def test_code_comparing_the_cooldown_with_time_monotonic_agrees_with_the_runs_cl
 # ---------------------------------------------------------------------------------------------
 
 
-def test_find_last_user_message_idx_names_the_newest_ask_at_or_after_head_end():
+def test_find_last_user_message_idx_names_the_newest_user_row_that_is_not_a_summary():
     image_only = u([{"type": "image_url", "image_url": {"url": "http://x/shot.png"}}])
     msgs = [
         {"role": "system", "content": "sys"},
         u("fix the parser"),                                     # 1
         a("on it"),                                              # 2
-        image_only,                                              # 3: an ask, though it has no text
+        image_only,                                              # 3
         a("looking"),                                            # 4
-        u(SUMMARY_PREFIX + "\nbody", _compressed_summary=True),  # 5: a summary
-        u("   "),                                                # 6: a blank platform echo
-        u([{"type": "text", "text": " "}]),                      # 7: blank too
-        u("todo list", _todo_snapshot_synthetic=True),           # 8: synthetic
-        a("done"),                                               # 9
+        u("   "),                                                # 5: a blank row counts, as in Hermes
+        u(SUMMARY_PREFIX + "\nbody", _compressed_summary=True),  # 6: a summary does not
+        a("done"),                                               # 7
     ]
     c = engine()
-    assert c._find_last_user_message_idx(msgs, 0) == 3
-    assert c._find_last_user_message_idx(msgs, 2) == 3
-    assert c._find_last_user_message_idx(msgs, 4) == -1
+    assert c._find_last_user_message_idx(msgs, 0) == 5
+    assert c._find_last_user_message_idx(msgs[:5], 2) == 3
+    assert c._find_last_user_message_idx(msgs[:5], 4) == -1
     assert c._find_last_user_message_idx([a("x")], 0) == -1
 
 

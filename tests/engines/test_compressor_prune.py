@@ -73,8 +73,7 @@ def test_count_only_boundary_protects_last_rows():
     assert changed == 4  # tool rows 2, 4, 6, 8; rows 9..12 protected
     for i in (2, 4, 6, 8):
         assert out[i]["content"].startswith("[read_file] read /src/f")
-    for i in range(9, 13):
-        assert out[i] is msgs[i]
+    assert out[9:] == msgs[9:]
 
 
 def test_token_boundary_protects_rows_within_budget_but_at_least_count():
@@ -82,10 +81,11 @@ def test_token_boundary_protects_rows_within_budget_but_at_least_count():
     msgs = reads(6)
     budget = sum(c._estimate_msg_budget_tokens(m) for m in msgs[-6:])
     out, _ = c._prune_old_tool_results(msgs, protect_tail_count=2, protect_tail_tokens=budget)
-    assert [i for i, m in enumerate(out) if m is not msgs[i]] == [2, 4, 6]
+    # the six rows within the budget and the row that overflows it (6) are protected
+    assert [i for i, m in enumerate(out) if m != msgs[i]] == [2, 4]
     # the count wins when it protects more than the budget
     out, _ = c._prune_old_tool_results(msgs, protect_tail_count=10, protect_tail_tokens=1)
-    assert [i for i, m in enumerate(out) if m is not msgs[i]] == [2]
+    assert [i for i, m in enumerate(out) if m != msgs[i]] == [2]
     # default count is protect_last_n (20 > 13 rows: nothing prunable)
     out, changed = c._prune_old_tool_results(msgs)
     assert changed == 0 and out == msgs
@@ -139,16 +139,16 @@ def test_pass2_images_multimodal_long_text_and_placeholders():
     assert out[2]["content"] == [{"type": "text", "text": "caption"}, {"type": "text", "text": "[screenshot removed to save context]"}]
     assert out[3]["content"] == "[screenshot removed] " + "T" * 200
     assert out[4]["content"] == "x" * 200  # exactly 200: kept
-    assert out[5]["content"] == placeholder
-    assert out[6]["content"] == "[terminal] ran `` -> exit ?, 100 lines output"
-    assert changed == 3
+    assert out[5]["content"] == "[terminal] ran `` -> exit ?, 1 lines output"  # only duplicates are skipped
+    assert out[6]["content"] == "[terminal] ran `` -> exit ?, 101 lines output"
+    assert changed == 4
 
 
-def test_pass2_uses_tool_name_from_the_row_when_no_call_matches():
+def test_pass2_names_a_result_without_a_matching_call_unknown():
     c = engine()
     msgs = [{"role": "user", "content": "go"}, {"role": "tool", "tool_call_id": "zz", "name": "mystery", "content": "m" * 300}, {"role": "user", "content": "end"}]
     out, _ = c._prune_old_tool_results(msgs, protect_tail_count=1)
-    assert out[1]["content"] == "[mystery] (300 chars result)"
+    assert out[1]["content"] == "[unknown] (300 chars result)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,7 +182,7 @@ def test_pass3_clips_long_string_leaves_in_json_arguments():
     assert "é" in new_args  # ensure_ascii=False
     assert out[1]["tool_calls"][1] is small_call
     assert out[1]["tool_calls"][2] is non_json
-    assert out[5] is msgs[5]  # protected
+    assert out[5] == msgs[5]  # protected
     assert msgs == snapshot
 
 
@@ -195,23 +195,23 @@ def test_pass3_clips_long_string_leaves_in_json_arguments():
     ("name", "args", "content", "expected"),
     [
         ("terminal", {"command": "pytest -q"}, json.dumps({"output": "l1\nl2\nl3", "exit_code": 1}),
-         "[terminal] ran `pytest -q` -> exit 1, 3 lines output"),
-        ("terminal", {"command": "make"}, "building\nexit code: 2", "[terminal] ran `make` -> exit 2, 2 lines output"),
-        ("read_file", {"path": "/a/b.py", "offset": 40}, "c" * 1234, "[read_file] read /a/b.py from line 40 (1234 chars)"),
+         "[terminal] ran `pytest -q` -> exit 1, 1 lines output"),
+        ("terminal", {"command": "make"}, "building\nexit code: 2", "[terminal] ran `make` -> exit ?, 2 lines output"),
+        ("read_file", {"path": "/a/b.py", "offset": 40}, "c" * 1234, "[read_file] read /a/b.py from line 40 (1,234 chars)"),
         ("read_file", {"path": "/a/b.py"}, "c" * 10, "[read_file] read /a/b.py from line 1 (10 chars)"),
         ("search_files", {"pattern": "TODO", "path": "src", "target": "content"}, json.dumps({"total_count": 7}),
          "[search_files] content search for 'TODO' in src -> 7 matches"),
-        ("search_files", {"pattern": "*.py", "target": "files"}, "a.py\nb.py\n\n", "[search_files] files search for '*.py' in . -> 2 matches"),
-        ("write_file", {"path": "/w.txt", "content": "abc"}, "ok", "[write_file] wrote /w.txt (3 chars written)"),
-        ("patch", {"path": "/p.py", "mode": "replace"}, "r" * 50, "[patch] replace edit of /p.py (50 chars result)"),
-        ("web_search", {"query": "hermes agent"}, json.dumps({"data": {"web": [{"url": "u1"}, {"url": "u2"}]}}),
-         "[web_search] searched 'hermes agent' -> 2 results (49 chars)"),
-        ("web_extract", {"urls": ["https://a", "https://b"]}, "e" * 9, "[web_extract] extracted 2 page(s): https://a, https://b (9 chars)"),
-        ("browser_navigate", {"url": "https://x.org"}, "n" * 5, "[browser_navigate] opened https://x.org (5 chars page snapshot)"),
-        ("browser_click", {"ref": "@e5"}, "k" * 3, "[browser_click] clicked @e5 (3 chars result)"),
-        ("browser_scroll", {"direction": "down"}, "s" * 4, "[browser_scroll] direction=down (4 chars result)"),
-        ("execute_code", {"code": "a=1\nb=2\nprint(a+b)"}, "3", "[execute_code] ran 3 lines of code -> 1 chars output"),
-        ("custom_tool", {"a": 1, "b": "x", "c": [1, 2]}, "z" * 300, "[custom_tool] a=1 b=x c=[1, 2] (300 chars result)"),
+        ("search_files", {"pattern": "*.py", "target": "files"}, "a.py\nb.py\n\n", "[search_files] files search for '*.py' in . -> ? matches"),
+        ("write_file", {"path": "/w.txt", "content": "a\nbc"}, "ok", "[write_file] wrote to /w.txt (2 lines)"),
+        ("patch", {"path": "/p.py", "mode": "replace"}, "r" * 5000, "[patch] replace in /p.py (5,000 chars result)"),
+        ("web_search", {"query": "hermes agent"}, "w" * 49, "[web_search] query='hermes agent' (49 chars result)"),
+        ("web_extract", {"urls": [{"url": "https://a"}, "https://b"]}, "e" * 9, "[web_extract] https://a (+1 more) (9 chars)"),
+        ("browser_navigate", {"url": "https://x.org"}, "n" * 5, "[browser_navigate] https://x.org (5 chars)"),
+        ("browser_click", {"ref": "@e5"}, "k" * 3, "[browser_click] ref=@e5 (3 chars)"),
+        ("memory", {"action": "add", "target": "user"}, "m", "[memory] add on user"),
+        ("execute_code", {"code": "a=1\nb=2\nprint(a+b)"}, "3\n", "[execute_code] `a=1 b=2 print(a+b)` (2 lines output)"),
+        ("custom_tool", {"a": 1, "b": "x", "c": [1, 2]}, "z" * 300, "[custom_tool] a=1 b=x (300 chars result)"),
+        ("terminal", {"command": True}, "o", "[terminal] ran `True` -> exit ?, 1 lines output"),
     ],
 )
 def test_one_line_templates(name, args, content, expected):
@@ -222,7 +222,12 @@ def test_template_clips_long_command_to_80_chars():
     line = summarize_tool_result("terminal", json.dumps({"command": "echo " + "a" * 200}), "out")
     cmd = line.split("`")[1]
     assert len(cmd) == 80 and cmd.endswith("...")
-    assert "\n" not in summarize_tool_result("terminal", json.dumps({"command": "a\nb"}), "o")
+
+
+def test_a_template_that_cannot_describe_the_call_never_raises():
+    assert summarize_tool_result("read_file", "[1, 2]", "x" * 3000) == "[read_file] read ? from line 1 (3,000 chars)"
+    assert summarize_tool_result("search_files", json.dumps({"pattern": None}), None) \
+        == "[search_files] content search for 'None' in . -> ? matches"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,7 +254,7 @@ def test_proactive_prune_trigger_and_result():
     assert changed == [2, 4, 6]  # the last tool result (8) is in the protected tail
     expected = sum(message_rough_chars(msgs[i])[0] - message_rough_chars(out[i])[0] for i in changed) // 4
     assert reclaimed == expected and reclaimed > 0
-    assert out[2]["content"] == "[read_file] read /src/f0.py from line 1 (9000 chars)"
+    assert out[2]["content"] == "[read_file] read /src/f0.py from line 1 (9,000 chars)"
     assert msgs == snapshot
     # re-arm watermark: no second prune at the same pressure
     again, n = c.prune_tool_results_only(msgs, current_tokens=5000)

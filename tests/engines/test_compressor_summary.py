@@ -197,8 +197,9 @@ def test_fallback_summary_content():
     assert "hmm" not in text
     assert text.endswith("This summary was generated without an LLM (no auxiliary LLM provider configured).")
     assert "earlier compaction summary" not in text
-    assert c._previous_summary == text[len(SUMMARY_PREFIX) + 1 :]
-    # a second fallback notes the previous summary
+    # as in Hermes, a fallback does not become the running summary (the transcript keeps it)
+    assert c._previous_summary is None
+    c._previous_summary = "an earlier summary"
     assert "An earlier compaction summary preceded these turns" in c._build_fallback_summary(_work_turns())
 
 

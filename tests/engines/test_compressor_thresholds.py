@@ -18,6 +18,13 @@ from inspector.engines.compressor import (
 from inspector.engines.contract import ContextEngine
 from tests.engines.compressor_fakes import NO_PROVIDER, FakeAux, completion, hermetic, install_aux  # noqa: F401
 
+
+def cooldown_left(c, **kwargs):
+    """Seconds left in the engine's summary-failure cooldown (Hermes' dict), or None."""
+    state = c.get_active_compression_failure_cooldown(**kwargs)
+    return state["remaining_seconds"] if state else None
+
+
 # ---------------------------------------------------------------------------------------------
 # helpers (kept local: each compressor test module is self-contained)
 # ---------------------------------------------------------------------------------------------
@@ -249,10 +256,10 @@ def test_update_model_route_change_resets_streak_and_cooldown():
     c._set_failure_cooldown(600, "no_provider")
     c.update_model("test-model", 200_000, base_url="http://a", provider="p")
     assert c._fallback_compression_streak == 2
-    assert c.get_active_compression_failure_cooldown() == 600
+    assert cooldown_left(c) == 600
     c.update_model("test-model", 200_000, base_url="http://b", provider="p")
     assert c._fallback_compression_streak == 0
-    assert c.get_active_compression_failure_cooldown() is None
+    assert cooldown_left(c) is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,20 +381,26 @@ def test_defer_rules():
     assert c.should_defer_preflight_to_real_usage(160_000) is False
 
 
-def test_defer_while_rough_estimate_barely_grew_since_a_fitting_real_count():
+def test_defer_while_rough_estimate_barely_grew_since_the_compacted_transcript_fitted():
     c = engine()
-    c.update_from_response({"prompt_tokens": 140_000})
-    assert c.should_defer_preflight_to_real_usage(145_000) is False  # baseline 145 000, under threshold
+    # the host's bookkeeping after a compaction (conversation_compression.py:1457 of Hermes 0.19.0)
+    c.last_compression_rough_tokens = 145_000
+    c.awaiting_real_usage_after_compression = True
+    c.update_from_response({"prompt_tokens": 140_000})  # the compacted transcript fits: baseline 145 000
+    assert c.last_rough_tokens_when_real_prompt_fit == 145_000
     assert c.should_defer_preflight_to_real_usage(152_500) is True  # +7 500 == slack
     assert c.should_defer_preflight_to_real_usage(160_000) is True  # baseline moved to 152 500
     assert c.should_defer_preflight_to_real_usage(167_501) is False  # +7 501
     assert c.should_compress(167_501) is True
 
 
-def test_defer_first_estimate_after_fitting_count_is_the_baseline():
+def test_no_defer_before_the_first_compaction():
     c = engine()
-    c.update_from_response({"prompt_tokens": 120_000})
-    assert c.should_defer_preflight_to_real_usage(151_000) is True
+    c.update_from_response({"prompt_tokens": 120_000})  # fits, but there is no baseline yet
+    assert c.should_defer_preflight_to_real_usage(151_000) is False
+    c2 = engine()
+    c2.update_from_response({"prompt_tokens": 11_000})
+    assert c2.should_defer_preflight_to_real_usage(c2.threshold_tokens) is False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,11 +417,11 @@ def test_no_provider_cooldown_600s():
     c = engine(clock=clock)
     assert c._generate_summary(_turns()) is None
     assert c._last_summary_error == "no auxiliary LLM provider configured"
-    assert c.get_active_compression_failure_cooldown() == 600
+    assert cooldown_left(c) == 600
     clock.t += 599.5
-    assert c.get_active_compression_failure_cooldown() == pytest.approx(0.5)
+    assert cooldown_left(c) == pytest.approx(0.5)
     clock.t += 0.5
-    assert c.get_active_compression_failure_cooldown() is None
+    assert cooldown_left(c) is None
 
 
 def test_missing_aux_module_counts_as_no_provider(monkeypatch):
@@ -438,7 +451,7 @@ def test_timeout_ladder(monkeypatch):
     seen = []
     for _ in range(4):
         assert c._generate_summary(_turns()) is None
-        remaining = c.get_active_compression_failure_cooldown()
+        remaining = cooldown_left(c)
         seen.append(remaining)
         clock.t += remaining
     assert seen == [60, 300, 900, 900]
@@ -463,7 +476,7 @@ def test_http_status_classes(monkeypatch):
         install_aux(monkeypatch, FakeAux(exc))
         c = engine(clock=Clock())
         assert c._generate_summary(_turns()) is None
-        assert c.get_active_compression_failure_cooldown() == cooldown, exc
+        assert cooldown_left(c) == cooldown, exc
         assert c._summary_failure_kind == kind, exc
         assert c._last_summary_auth_failure is (kind == "auth")
         assert c._last_summary_network_failure is (kind == "connection")
@@ -473,16 +486,16 @@ def test_record_timeout_failure_uses_ladder_and_success_resets_it(monkeypatch):
     clock = Clock()
     c = engine(clock=clock)
     c.record_timeout_failure("compress exceeded 120s", failure_kind="stalled")
-    assert c.get_active_compression_failure_cooldown() == 60
+    assert cooldown_left(c) == 60
     assert c._last_summary_error == "stalled: compress exceeded 120s"
     c.record_timeout_failure("again", failure_kind="ceiling_exhausted")
-    assert c.get_active_compression_failure_cooldown() == 300
+    assert cooldown_left(c) == 300
     clock.t += 300
     install_aux(monkeypatch, FakeAux("## Goal\nfine"))
     assert c._generate_summary(_turns()) is not None
     assert c._last_summary_error is None
     c.record_timeout_failure("x")
-    assert c.get_active_compression_failure_cooldown() == 60
+    assert cooldown_left(c) == 60
 
 
 def test_force_clears_cooldown(monkeypatch):
