@@ -149,6 +149,8 @@ class Session:
     children: list[Session] = field(default_factory=list)
     # Session-level totals when the source has no per-call usage (Hermes state.db/export).
     aggregate_usage: Usage | None = None
+    # The model's context window as the source recorded it (Codex ``model_context_window``), else None.
+    context_window: int | None = None
 
     def usage_for(self, message_index: int) -> Usage | None:
         for call in self.api_calls:
