@@ -196,30 +196,50 @@ def play_session_turn(
     messages = session.messages
     if kept is None:
         kept = replayable_indices(session, turn)
+    pending = []
+    playing = [False]  # inside play_turn the host's turn counter already names this turn
     while marker_pos < len(markers) and markers[marker_pos].message_index < turn.end:
-        c = markers[marker_pos]
-        summary = {"$msg": host.trace.store.put({"role": "user", "content": c.summary})} if c.summary else None
-        ev = Event(index=0, kind=EV_MARKER, turn=host.turn + 1, t=host._now(),
-                   args={"kind": c.kind, "message_index": c.message_index, "tokens_before": c.tokens_before,
-                         "summary": summary},
-                   note=f"the original agent compacted here ({c.kind})")
-        ev.state = host._state()
-        host.trace.add_event(ev)
+        pending.append(markers[marker_pos])
         marker_pos += 1
+
+    def reach(index: int) -> None:
+        """Markers up to the transcript message about to be fed go in now: a compaction the
+        original agent made between two requests of a turn lands at that request, not at the
+        turn's start."""
+        while pending and pending[0].message_index <= index:
+            _marker(host, pending.pop(0), host.turn if playing[0] else host.turn + 1)
+
     first_assistant = next((j for j, i in enumerate(kept) if messages[i].get("role") == "assistant"), len(kept))
     wire = wire if wire is not None else WireMessages(session)
     inputs = [wire[i] for i in kept[:first_assistant]]
+    if first_assistant:
+        reach(kept[first_assistant - 1])
     stamps = [t for i in kept[:first_assistant] if isinstance(t := messages[i].get("x_timestamp"), int | float)]
-    responder = ReplayResponder(session, kept[first_assistant:], calls, wire, sent_hint=max(stamps, default=None))
+    responder = ReplayResponder(session, kept[first_assistant:], calls, wire, sent_hint=max(stamps, default=None),
+                                on_reach=reach)
     ts = messages[kept[0]].get("x_timestamp") if kept else None
     # Hermes makes at least one provider call per turn unless the user stops it first, so a
     # turn the transcript records no reply to was interrupted before its first call.
     unanswered = bool(inputs) and first_assistant == len(kept)
+    playing[0] = True
     host.play_turn(inputs, responder, timestamp=ts, interrupted=turn.interrupted or unanswered)
     if unanswered:
         host.note("the transcript has no reply to this turn: it was finalised as interrupted before its "
                   "first provider call")
+    while pending:  # compacted after the turn's last message
+        _marker(host, pending.pop(0), host.turn + 1)
     return marker_pos
+
+
+def _marker(host: Host, c: Compaction, turn: int) -> None:
+    """A marker event where the original agent compacted, with what it recorded about it."""
+    summary = {"$msg": host.trace.store.put({"role": "user", "content": c.summary})} if c.summary else None
+    ev = Event(index=0, kind=EV_MARKER, turn=turn, t=host._now(),
+               args={"kind": c.kind, "message_index": c.message_index, "tokens_before": c.tokens_before,
+                     "summary": summary, "before_request": len(host.trace.requests)},
+               note=f"the original agent compacted here ({c.kind})")
+    ev.state = host._state()
+    host.trace.add_event(ev)
 
 
 def _activated(loaded: Any) -> contextlib.AbstractContextManager:
