@@ -206,6 +206,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {args.session}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     print_session_warnings(session)
+    from inspector.host.transcript_defaults import describe, settle
+
+    config = settle(config, session)
     assumed = model_note(session, str((config.get("model") or {}).get("default") or ""))
     if assumed:
         print(f"note: {assumed}", file=sys.stderr)
@@ -215,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
     except (EngineLoadError, ReplayCrashed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    print(f"note: {describe(config['x_assumed'])}", file=sys.stderr)
     if args.out:
         from inspector.trace.io import save_trace
 
@@ -228,7 +232,8 @@ def run(args: argparse.Namespace) -> int:
             if not args.json:
                 print(f"trace written: {path}", file=sys.stderr)
     about = {"id": session.id, "format": session.source_format, "turns": len(session.turns),
-             "warnings": list(session.warnings), "notes": [assumed] if assumed else []}
+             "warnings": list(session.warnings), "notes": [describe(config["x_assumed"])] + ([assumed] if assumed else []),
+             "assumed": config["x_assumed"]}
     code = _report(args, traces, names, about)
     stopped = [(name, t.meta["stopped"]) for name, t in zip(names, traces) if t.meta.get("stopped")]
     for name, why in stopped:

@@ -311,10 +311,13 @@ def replay(
 
     ``watch``: on a worker thread, lets the waiting thread abandon the run if a hook gets stuck.
     """
+    from inspector.host.transcript_defaults import settle
+
+    config = settle(config, session)  # the transcript's model, window and cache profile unless the user set them
     engine = getattr(loaded, "engine", loaded)
-    model = session.model if not (config.get("model") or {}).get("default") else None
+    model = None  # the host reads the settled config's model.default
     counter = counter or make_counter(config)
-    host_model = model or str((config.get("model") or {}).get("default") or "")
+    host_model = str((config.get("model") or {}).get("default") or "")
     simulator = simulator if simulator is not None else make_simulator(config, host_model)
     info = getattr(loaded, "info", None)
     name = _engine_name(engine)
@@ -334,6 +337,7 @@ def replay(
             "config": public_config(config),
             "tokenizer": getattr(counter, "name", "?"),
             "cache_profile": (config.get("inspector") or {}).get("cache_profile", "anthropic"),
+            "assumed": config.get("x_assumed"),
             "host_differences": list(HOST_DIFFERENCES),
             "mode": "replay",
         }
