@@ -7,8 +7,8 @@ tool results follow an assistant message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from inspector.sessions.model import ApiCall, Session, Usage, wire_message

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from inspector.config import load_config
 from inspector.host.transcript_defaults import describe, profile_for, settle
 from inspector.sessions.model import Session
-
 
 
 def _codex_like() -> Session:
