@@ -219,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"note: {describe(config['x_assumed'])}", file=sys.stderr)
+    for note in {(t.meta.get("price") or {}).get("note") for t in traces} - {None}:
+        print(f"note: {note}", file=sys.stderr)
     if args.out:
         from inspector.trace.io import save_trace
 

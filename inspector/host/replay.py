@@ -102,6 +102,15 @@ def make_simulator(config: dict[str, Any], model: str = "") -> Any:
     return CacheSimulator(insp.get("cache_profile") or "anthropic", rules=rules, ttl=ttl, model=model)
 
 
+def price_meta(simulator: Any, model: str) -> dict[str, Any]:
+    """The price row a run's costs come from, or that there is none ("no price for <model>")."""
+    rules = getattr(simulator, "rules", None)
+    price = rules.price_for(model) if rules is not None and model else None
+    if price is None:
+        return {"model": model, "found": False, "note": f"no price for {model or 'an unnamed model'}: costs are not estimated"}
+    return {"model": model, "found": True, "match": list(price.match), "input": price.input, "output": price.output}
+
+
 def models_differ(recorded: str | None, model: str | None) -> bool:
     """Both models are named and are not the same one (a provider prefix or spelling aside).
 
@@ -338,6 +347,7 @@ def replay(
             "tokenizer": getattr(counter, "name", "?"),
             "cache_profile": (config.get("inspector") or {}).get("cache_profile", "anthropic"),
             "assumed": config.get("x_assumed"),
+            "price": price_meta(simulator, host_model),
             "host_differences": list(HOST_DIFFERENCES),
             "mode": "replay",
         }
