@@ -59,7 +59,7 @@ KNOWN = {
                     "min_tail_user_messages", "proactive_prune_tokens", "proactive_prune_min_result_chars",
                     "proactive_prune_min_reclaim_tokens", "micro_compact", "idle_compact_after_seconds", "tail_mode"),
     "prompt_caching": ("cache_ttl",),
-    "inspector": ("tokenizer", "cache_profile", "cache_rules", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines",
+    "inspector": ("tokenizer", "cache_profile", "cache_rules", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines", "usage",
                   "offline_fallback_counts", "aux_offline_stand_in"),
 }
 # Newer Hermes settings the inspector reads but does not model yet, with the value its results

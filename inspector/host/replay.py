@@ -355,11 +355,16 @@ def replay(
     if watch is not None:
         watch.attach()
         watch.trace = trace
+    from inspector.host.calibration import usage_model_for
+
+    usage_model = usage_model_for(config, session, counter, simulator)
+    trace.meta["usage_model"] = usage_model.to_json()
     host = Host(
         engine, config, session_id=session_identifier(session), system_prompt=session.system_prompt(),
         session_tools=session.tools, counter=counter, simulator=simulator, trace=trace,
         plugin_manager=getattr(loaded, "plugin_manager", None), engine_is_builtin=bool(is_builtin),
         hermes_home=str(getattr(sandbox, "path", sandbox) or ""), model=model, session_clock=True,
+        usage_model=usage_model,
     )
     _pin_summary_date(engine, session)
     for warning in getattr(loaded, "warnings", None) or ():
@@ -378,6 +383,7 @@ def replay(
         cancelled = _play_all(host, session, progress, cancel)
         trace = host.end()
     trace.meta["host_seconds"] = round(time.perf_counter() - started, 4)
+    trace.meta["usage_model"] = usage_model.to_json()
     if sandbox is not None:
         from inspector.engines.sandbox import list_written_files
 

@@ -68,6 +68,12 @@ class Usage:
             "reasoning_tokens": self.reasoning_tokens,
         }
 
+    def to_recorded_dict(self) -> dict[str, int]:
+        """The Hermes dict plus what it has no field for: the 1-hour part of the cache writes."""
+        out = self.to_hermes_dict()
+        out["cache_write_1h_tokens"] = self.cache_write_1h_tokens
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {
             "prompt_tokens": self.prompt_tokens,

@@ -43,6 +43,7 @@ META_PREFIXES = (
     "<system-reminder>",
 )
 INTERRUPTED = "[Request interrupted by user"
+MCP_COMMAND = "<command-name>/mcp</command-name>"
 NOTIFICATION = "<task-notification>"
 NOT_CONVERSATION = ("progress", "file-history-snapshot", "queue-operation")
 # Anthropic stop reasons after which the model does not go on by itself (``tool_use`` waits for
@@ -137,6 +138,10 @@ def _is_result_of(rec: dict[str, Any], tool_ids: set[str]) -> bool:
 
 def _classify(text: str) -> dict[str, bool]:
     t = text.lstrip()
+    if t.startswith(MCP_COMMAND):
+        # /mcp reconnects the MCP servers: the tool list (the head of every request) is rebuilt,
+        # which the next call's recorded cache read shows (only the part before it is still cached).
+        return {"meta": True, "tools_changed": True}
     if t.startswith(INTERRUPTED):
         return {"meta": True, "interrupted": True}
     if t.startswith(NOTIFICATION):
