@@ -53,7 +53,7 @@ def ttl_warning(profile: Profile, value: Any) -> str | None:
         return (f"{value!r} is not a retention of the {profile.name} profile ({', '.join(sorted(profile.ttls))}); "
                 f"its default {profile.default_ttl} is used")
     return None
-KINDS = ("hit", "cold", "ttl", "below_minimum", "prefix_break", "lookback", "disabled")
+KINDS = ("hit", "miss", "cold", "ttl", "below_minimum", "prefix_break", "lookback", "disabled")
 _PURGE_START = 500_000  # entries held before the first sweep of expired ones
 _UNPRICED = object()
 
@@ -459,6 +459,12 @@ class CacheSimulator:
                     f"than {self.profile.lookback_blocks} blocks before the nearest breakpoint; " + detail
                 )
                 return
+        if res.read == 0 and (res.total or res.uncached):
+            # Nothing broke and nothing lapsed, yet nothing was read (a prefix too short to have
+            # been stored, a profile step above it): a request that read nothing is a miss.
+            res.reason_kind = "miss"
+            res.reason = "miss: nothing was read from the cache; " + detail
+            return
         res.reason_kind = "hit"
         res.reason = "hit: " + detail
 

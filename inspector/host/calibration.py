@@ -135,9 +135,13 @@ def _theil_sen(points: list[tuple[int, int]]) -> float | None:
     return pairs[-1][0]
 
 
-def fit(session: Session, counter: Any) -> Calibration | None:
-    """The calibration of ``session``'s recorded calls; None when none carries a reported prompt."""
-    sent, _ = request_counts(session, counter)
+def fit(session: Session, counter: Any, sent: dict[int, int] | None = None) -> Calibration | None:
+    """The calibration of ``session``'s recorded calls; None when none carries a reported prompt.
+
+    ``sent`` is :func:`request_counts`' first map when the caller already has it.
+    """
+    if sent is None:
+        sent, _ = request_counts(session, counter)
     recorded = [(c.message_index, c.usage) for c in session.api_calls
                 if c.usage is not None and c.usage.prompt_tokens > 0 and c.usage.source == "reported"]
     if not recorded:
@@ -194,6 +198,8 @@ class UsageModel:
         # Transcript indices after which the agent's own head changed (its tool list reloaded).
         self._head_changes = sorted(head_changes or ())
         self.fed: list[str] = []  # per request: recorded | calibrated | tokenizer | provider
+        # per request: is it the request the agent sent (so recorded and simulated figures compare)?
+        self.same_request: list[bool] = []
 
     @property
     def hidden_tokens(self) -> int:
@@ -227,11 +233,13 @@ class UsageModel:
         """The usage ``update_from_response`` gets for this request (recorded in :attr:`fed`)."""
         if response.usage is not None:  # a live provider's own figures
             self.fed.append("provider")
+            self.same_request.append(True)
             return response.usage
         recorded = response.recorded
         index = response.source_index
-        if recorded is not None and (self.mode == "recorded" or (
-                self.mode == "calibrated" and index in self._same and self._same[index] == tik)):
+        same = recorded is not None and index in self._same and self._same[index] == tik
+        self.same_request.append(same)
+        if recorded is not None and (self.mode == "recorded" or (self.mode == "calibrated" and same)):
             self.fed.append("recorded")
             return recorded
         out = recorded.completion_tokens if recorded is not None else completion
@@ -248,7 +256,7 @@ class UsageModel:
         for kind in self.fed:
             counts[kind] = counts.get(kind, 0) + 1
         return {"mode": self.mode, "calibration": self.calibration.to_json() if self.calibration else None,
-                "fed": counts, "fed_per_request": list(self.fed)}
+                "fed": counts, "fed_per_request": list(self.fed), "same_request": list(self.same_request)}
 
 
 def usage_mode(config: dict[str, Any], session: Session) -> str:
@@ -264,11 +272,9 @@ def usage_mode(config: dict[str, Any], session: Session) -> str:
 def usage_model_for(config: dict[str, Any], session: Session, counter: Any, simulator: Any = None) -> UsageModel:
     """The usage model a replay of ``session`` uses (fitting the calibration when it needs one)."""
     mode = usage_mode(config, session)
-    if mode != "calibrated":
-        return UsageModel(mode)
-    cal = fit(session, counter)
-    if cal is None:
-        return UsageModel("tokenizer")
-    _, same = request_counts(session, counter)
+    if not has_recorded_usage(session):
+        return UsageModel("tokenizer" if mode == "calibrated" else mode)
+    sent, same = request_counts(session, counter)
+    cal = fit(session, counter, sent) if mode == "calibrated" else None
     changes = [i for i, m in enumerate(session.messages) if (m.get("x_flags") or {}).get("tools_changed")]
-    return UsageModel("calibrated", cal, same, simulator, changes)
+    return UsageModel(mode if cal is not None or mode != "calibrated" else "tokenizer", cal, same, simulator, changes)

@@ -8,7 +8,8 @@ cache rules, cache writes OpenAI never reports, Sonnet's prices and a 200K windo
 - ``model.default`` is the transcript's model;
 - ``model.context_length`` is the window the transcript recorded (Codex ``model_context_window``),
   else the model's known window (``window_for``);
-- ``inspector.cache_profile`` is the profile of the model's provider (Anthropic, OpenAI, DeepSeek).
+- ``inspector.cache_profile`` is the profile of the model's provider (Anthropic, OpenAI, DeepSeek);
+- ``prompt_caching.cache_ttl`` is ``1h`` when most recorded cache writes were 1-hour writes.
 
 Every such choice is written down (``x_assumed`` in the config the replay gets, then the trace's
 ``meta.assumed``) and said by the CLI, so a figure never rests on an unstated guess.
@@ -109,14 +110,36 @@ def settle(config: dict[str, Any], session: Any) -> dict[str, Any]:
                                         else "model"}
         else:
             assumed["cache_profile"] = {"value": insp.get("cache_profile") or "anthropic", "from": "config default"}
+    ttl = _recorded_ttl(session)
+    caching = out.setdefault("prompt_caching", {})
+    if user_set(config, "prompt_caching.cache_ttl"):
+        assumed["cache_ttl"] = {"value": caching.get("cache_ttl"), "from": "user"}
+    elif ttl is not None and insp.get("cache_profile") == "anthropic":
+        caching["cache_ttl"] = ttl
+        assumed["cache_ttl"] = {"value": ttl, "from": "transcript"}
     out["x_assumed"] = assumed
     return out
+
+
+def _recorded_ttl(session: Any) -> str | None:
+    """``1h`` when most recorded cache writes were 1-hour writes (Claude Code writes them so), ``5m``
+    when writes were recorded and none was; None when the transcript recorded no write."""
+    written = one_hour = 0
+    for call in getattr(session, "api_calls", ()) or ():
+        u = call.usage
+        if u is not None and u.source == "reported":
+            written += u.cache_write_tokens
+            one_hour += u.cache_write_1h_tokens
+    if not written:
+        return None
+    return "1h" if one_hour * 2 > written else "5m"
 
 
 def describe(assumed: dict[str, dict[str, Any]]) -> str:
     """One line: ``model gpt-5.3-codex (transcript), window 258,400 (transcript), cache openai (transcript)``."""
     parts = []
-    for key, label in (("model", "model"), ("context_length", "window"), ("cache_profile", "cache profile")):
+    for key, label in (("model", "model"), ("context_length", "window"), ("cache_profile", "cache profile"),
+                       ("cache_ttl", "cache TTL")):
         item = assumed.get(key)
         if item is None:
             continue
