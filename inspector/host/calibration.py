@@ -98,18 +98,27 @@ def request_counts(session: Session, counter: Any) -> tuple[dict[int, int], dict
     system = counts[0] if msgs and msgs[0].get("role") == "system" else 0
     first = 1 if system or (msgs and msgs[0].get("role") == "system") else 0
     starts = sorted(c.message_index for c in session.compactions)
+    # prefix sums, so a long session costs one pass: replayable tokens, agent-sent tokens, and
+    # agent-sent messages that a replay skips (summaries and copies)
+    replay_sum, agent_sum, skipped = [0], [0], [0]
+    for j, m in enumerate(msgs):
+        counted = j >= first
+        replayable = counted and is_replayable(m)
+        agent = counted and _sent_by_agent(m)
+        replay_sum.append(replay_sum[-1] + (counts[j] if replayable else 0))
+        agent_sum.append(agent_sum[-1] + (counts[j] if agent else 0))
+        skipped.append(skipped[-1] + (1 if agent and not replayable else 0))
     sent: dict[int, int] = {}
     same: dict[int, int] = {}
     for call in session.api_calls:
         i = call.message_index
-        since = max((s for s in starts if s <= i), default=None)
+        since = starts[bisect.bisect_right(starts, i) - 1] if starts and starts[0] <= i else None
         if since is None:
-            total = sum(counts[j] for j in range(first, i) if is_replayable(msgs[j]))
-            sent[i] = same[i] = system + total + extra
-            if any(not is_replayable(msgs[j]) and _sent_by_agent(msgs[j]) for j in range(first, i)):
-                del same[i]  # summaries before any marked compaction: the agent's request is not the replay's
+            sent[i] = system + replay_sum[i] + extra
+            if not skipped[i]:  # summaries before any marked compaction: the agent's request is not the replay's
+                same[i] = sent[i]
         else:
-            sent[i] = system + sum(counts[j] for j in range(max(first, since), i) if _sent_by_agent(msgs[j])) + extra
+            sent[i] = system + agent_sum[i] - agent_sum[max(first, since)] + extra
     return sent, same
 
 
