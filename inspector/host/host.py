@@ -1237,24 +1237,24 @@ class Host:
         # The provider's window is the model's, whatever the engine believes its context length is.
         believed = _as_int(getattr(self.engine, "context_length", 0))
         ctx = self.settings.context_length or believed
-        tik = self.usage_model.provider_tokens(tik)
-        if not ctx or tik <= ctx:
+        sent = self.usage_model.provider_tokens(tik)  # as the provider counts it (the head included)
+        if not ctx or sent <= ctx:
             return False
         if believed and believed != ctx and believed != self._window_noted:
             self._window_noted = believed
             self.note(f"the engine's context_length is {believed:,} but the model's window is {ctx:,}: the provider "
                       "rejects what exceeds the model's window", site="overflow")
         if not self.settings.compression_enabled:
-            self.fault("context_overflow", f"request of {tik:,} tokens exceeds the {ctx:,}-token window and "
+            self.fault("context_overflow", f"request of {sent:,} tokens exceeds the {ctx:,}-token window and "
                        "compression is disabled: Hermes would end the turn with an error here")
             return False
         if self._overflow_attempts >= 3:
-            self.fault("compression_exhausted", f"request of {tik:,} tokens still exceeds the {ctx:,}-token window "
+            self.fault("compression_exhausted", f"request of {sent:,} tokens still exceeds the {ctx:,}-token window "
                        "after 3 compression attempts: Hermes would end this turn (compression_exhausted); "
                        "the replay continues with the transcript")
             return False
         self._overflow_attempts += 1
-        self.fault("context_overflow", f"the provider would reject this request: {tik:,} tokens > {ctx:,}-token "
+        self.fault("context_overflow", f"the provider would reject this request: {sent:,} tokens > {ctx:,}-token "
                    f"window; Hermes compresses and retries (attempt {self._overflow_attempts} of 3)")
         rows = len(self.history)
         committed = self._compress(rough, site="overflow")

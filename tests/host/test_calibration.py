@@ -97,3 +97,15 @@ def test_the_recorded_cache_write_split_is_kept_beside_the_simulated_figures(con
     trace = replay(s, CountingEngine(), config, simulator=nocache, counter=counter)
     assert trace.requests[0].recorded["cache_write_1h_tokens"] == 600
     assert "cache_write_1h_tokens" not in _fed(trace)[0], "the engine gets exactly Hermes' usage dict"
+
+
+def test_the_window_check_counts_the_head_the_provider_saw(config, nocache):
+    s, counter = _recorded(3, head=66_000)  # the window is 64,000: every real request was over it
+    faults = [e.fault for e in replay(s, CountingEngine(), config, simulator=nocache, counter=counter).events
+              if e.fault is not None and e.fault.kind in ("context_overflow", "compression_exhausted")]
+    assert faults, "the head alone is over the window"
+    over = int(faults[0].message.split(" tokens")[0].split()[-1].replace(",", ""))
+    assert over > 66_000
+    chosen = {**config, "inspector": {**config["inspector"], "usage": "tokenizer"}}
+    trace = replay(s, CountingEngine(), chosen, simulator=nocache, counter=counter)
+    assert not [e for e in trace.events if e.fault is not None and e.fault.kind == "context_overflow"]
