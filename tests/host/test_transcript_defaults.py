@@ -53,3 +53,11 @@ def test_settling_twice_changes_nothing_and_a_modelless_transcript_keeps_the_def
                                                 ("deepseek-chat", "deepseek"), ("kimi-k2.5", None)])
 def test_the_cache_profile_follows_the_provider(model, profile):
     assert profile_for(model) == profile
+
+
+def test_a_comparison_runs_own_setting_wins_over_the_transcript():
+    from inspector.compare.runs import parse_specs
+
+    [spec] = parse_specs(["compressor:model.default=claude-opus-4-6"])
+    settled = settle(spec.config_for(load_config(None)), _codex_like())
+    assert settled["model"]["default"] == "claude-opus-4-6" and settled["x_assumed"]["model"]["from"] == "user"
