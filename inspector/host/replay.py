@@ -342,6 +342,7 @@ def replay(
                 "id": session.id, "format": session.source_format, "path": session.source_path,
                 "title": session.title, "model": session.model, "turns": len(session.turns),
                 "messages": len(session.messages), "warnings": list(session.warnings[:50]),
+                "context_window": session.context_window,
             },
             "config": public_config(config),
             "tokenizer": getattr(counter, "name", "?"),
@@ -359,6 +360,8 @@ def replay(
 
     usage_model = usage_model_for(config, session, counter, simulator)
     trace.meta["usage_model"] = usage_model.to_json()
+    if usage_model.calibration is not None:  # shown with the reader's warnings wherever the session is
+        trace.meta["session"]["warnings"].extend(usage_model.calibration.warnings)
     host = Host(
         engine, config, session_id=session_identifier(session), system_prompt=session.system_prompt(),
         session_tools=session.tools, counter=counter, simulator=simulator, trace=trace,
