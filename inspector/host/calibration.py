@@ -95,8 +95,8 @@ def request_counts(session: Session, counter: Any) -> tuple[dict[int, int], dict
     msgs = session.messages
     counts = [message_tokens(counter, m) for m in msgs]
     extra = (counter.count_tools(session.tools) if session.tools else 0) + REPLY_PRIMING
-    system = counts[0] if msgs and msgs[0].get("role") == "system" else 0
-    first = 1 if system or (msgs and msgs[0].get("role") == "system") else 0
+    first = 1 if msgs and msgs[0].get("role") == "system" else 0  # the host sends it as the system prompt
+    system = counts[0] if first else 0
     starts = sorted(c.message_index for c in session.compactions)
     # prefix sums, so a long session costs one pass: replayable tokens, agent-sent tokens, and
     # agent-sent messages that a replay skips (summaries and copies)
