@@ -109,3 +109,22 @@ def test_the_window_check_counts_the_head_the_provider_saw(config, nocache):
     chosen = {**config, "inspector": {**config["inspector"], "usage": "tokenizer"}}
     trace = replay(s, CountingEngine(), chosen, simulator=nocache, counter=counter)
     assert not [e for e in trace.events if e.fault is not None and e.fault.kind == "context_overflow"]
+
+
+def test_after_the_agent_reloads_its_tools_the_head_is_new_to_the_cache_but_its_warm_part():
+    from inspector.cache.simulator import CacheSimulator
+    from inspector.host.calibration import Calibration, UsageModel
+
+    sim = CacheSimulator("anthropic", model="claude-opus-4-6")
+    cal = Calibration(hidden_tokens=20_000, ratio=1.0, warm_tokens=15_000, calls=3, method="test")
+    model = UsageModel("calibrated", cal, {}, sim, head_changes=[5])
+
+    def run(index, blocks):
+        key, tools, tokens = model.cache_view("", 0, blocks, index)
+        return sim.simulate(block_keys=[f"m{i}" for i in range(len(blocks))], block_tokens=tokens, tools_key=key,
+                            tools_tokens=tools, timestamp=float(index))
+
+    assert run(1, [500]).read == 15_000, "the warm part of the head on the first call"
+    assert run(3, [500, 500]).read == 20_500, "the session's own cache after it"
+    reloaded = run(7, [500, 500, 500])
+    assert reloaded.read == 15_000 and reloaded.reason_kind == "prefix_break"

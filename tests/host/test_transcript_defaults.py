@@ -61,3 +61,14 @@ def test_a_comparison_runs_own_setting_wins_over_the_transcript():
     [spec] = parse_specs(["compressor:model.default=claude-opus-4-6"])
     settled = settle(spec.config_for(load_config(None)), _codex_like())
     assert settled["model"]["default"] == "claude-opus-4-6" and settled["x_assumed"]["model"]["from"] == "user"
+
+
+def test_a_transcript_of_one_hour_cache_writes_replays_with_the_one_hour_ttl():
+    from inspector.sessions.model import ApiCall, Usage
+
+    s = Session(id="c", source_format="claude-code", model="claude-opus-4-6",
+                api_calls=[ApiCall(message_index=1, usage=Usage(prompt_tokens=900, cache_write_tokens=800,
+                                                                 cache_write_1h_tokens=800))])
+    assert settle(load_config(None), s)["prompt_caching"]["cache_ttl"] == "1h"
+    chosen = settle(load_config(None, {"prompt_caching": {"cache_ttl": "5m"}}), s)
+    assert chosen["prompt_caching"]["cache_ttl"] == "5m" and chosen["x_assumed"]["cache_ttl"]["from"] == "user"

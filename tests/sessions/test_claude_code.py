@@ -202,3 +202,14 @@ def test_a_true_sibling_of_the_live_chain_is_still_abandoned_across_a_boundary(t
     assert all(m.get("content") != "retried" for m in s.messages)
     assert any("abandoned" in w and w.endswith("line(s) 6") for w in s.warnings)
     assert len(s.api_calls) == 4
+
+
+def test_an_mcp_reconnect_is_flagged_as_a_change_of_the_tool_list(tmp_path: Path):
+    records = [
+        _rec("u1", None, "user", {"role": "user", "content": "hi"}),
+        _assistant("a1", "u1", "msg_1", {"type": "text", "text": "hello"}, _usage(3, 0, 900, 5)),
+        _rec("c1", "a1", "user", {"role": "user", "content": "<command-name>/mcp</command-name>\n<command-message>mcp"
+                                                              "</command-message>"}),
+    ]
+    s = load_session(str(_write(tmp_path, records)))
+    assert s.messages[-1]["x_flags"] == {"meta": True, "tools_changed": True}
