@@ -107,3 +107,25 @@ def test_the_compacted_claude_code_fixture_counts_too(tmp_path: Path, name):
 
     path = cc._write(tmp_path, getattr(cc, name)())
     assert _loaded(load_session(str(path))) == _claude_expected(_records(path))
+
+
+def test_the_openai_message_list(corpus: Path):
+    path = corpus / "openai_chat/github_issue.traj.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    s = load_session(str(path))
+    assert len(s.api_calls) == sum(1 for m in raw if m.get("role") == "assistant")
+    assert len(s.messages) == len(raw) and s.compactions == []
+
+
+def test_every_hermes_trajectory_entry(corpus: Path):
+    from inspector.sessions import list_sessions
+
+    path = corpus / "hermes_trajectory/trajectory_samples.jsonl"
+    entries = _records(path)
+    summaries = list_sessions(str(path))
+    assert len(summaries) == len(entries)
+    for summary, entry in zip(summaries, entries):
+        s = load_session(f"{path}#{summary.id}")
+        turns = entry["conversations"]
+        assert len(s.api_calls) == sum(1 for t in turns if t["from"] == "gpt")
+        assert sum(1 for m in s.messages if m["role"] == "user") == sum(1 for t in turns if t["from"] == "human")
