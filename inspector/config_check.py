@@ -126,6 +126,10 @@ def check_config(config: dict[str, Any]) -> list[str]:
         present, value = _get(config, dotted)
         if present and not isinstance(value, dict):
             raise ConfigProblem(f"{dotted}: expected a mapping of settings, got {type(value).__name__} {value!r}")
+    present, mode = _get(config, "inspector.usage")
+    if present and mode not in (None, "", "calibrated", "tokenizer", "recorded"):
+        raise ConfigProblem(f"inspector.usage: {mode!r} is not one of calibrated, tokenizer, recorded "
+                            "(empty: calibrated when the transcript has usage)")
     present, path = _get(config, "inspector.cache_rules")
     if present and path is not None and not isinstance(path, str):
         raise ConfigProblem(f"inspector.cache_rules: expected the path of a rule table (YAML), got {path!r}")
