@@ -85,6 +85,9 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         merged = deep_merge(merged, overrides)
     if isinstance(merged.get("model"), str):  # Hermes also takes ``model: <name>``
         merged["model"] = deep_merge(DEFAULTS["model"], {"default": merged["model"]})
+    # Which settings the user chose (file or --set): the rest may follow the transcript
+    # (inspector/host/transcript_defaults.py).
+    merged["x_user_set"] = sorted(_leaves(data) | _leaves(overrides or {}))
     from inspector.config_check import ConfigProblem, check_config
 
     try:
@@ -93,6 +96,20 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         where = f"{path}: " if path is not None else ""
         raise ConfigError(f"{where}{exc}") from None
     return merged
+
+
+def _leaves(data: dict[str, Any], prefix: str = "") -> set[str]:
+    """Dotted names of the values ``data`` sets (``model: <name>`` sets ``model.default``)."""
+    out: set[str] = set()
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out |= _leaves(value, name + ".")
+        elif name == "model" and isinstance(value, str):
+            out.add("model.default")
+        else:
+            out.add(name)
+    return out
 
 
 def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:

@@ -60,7 +60,7 @@ KNOWN = {
                     "min_tail_user_messages", "proactive_prune_tokens", "proactive_prune_min_result_chars",
                     "proactive_prune_min_reclaim_tokens", "micro_compact", "idle_compact_after_seconds", "tail_mode"),
     "prompt_caching": ("cache_ttl",),
-    "inspector": ("tokenizer", "cache_profile", "cache_rules", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines",
+    "inspector": ("tokenizer", "cache_profile", "cache_rules", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines", "usage",
                   "offline_fallback_counts", "aux_offline_stand_in", "host_profile"),
 }
 # Newer Hermes settings the inspector reads but does not model yet, with the value its results
@@ -127,6 +127,10 @@ def check_config(config: dict[str, Any]) -> list[str]:
         present, value = _get(config, dotted)
         if present and not isinstance(value, dict):
             raise ConfigProblem(f"{dotted}: expected a mapping of settings, got {type(value).__name__} {value!r}")
+    present, mode = _get(config, "inspector.usage")
+    if present and mode not in (None, "", "calibrated", "tokenizer", "recorded"):
+        raise ConfigProblem(f"inspector.usage: {mode!r} is not one of calibrated, tokenizer, recorded "
+                            "(empty: calibrated when the transcript has usage)")
     present, path = _get(config, "inspector.cache_rules")
     if present and path is not None and not isinstance(path, str):
         raise ConfigProblem(f"inspector.cache_rules: expected the path of a rule table (YAML), got {path!r}")

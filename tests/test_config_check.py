@@ -89,3 +89,11 @@ def test_a_user_cache_rule_table_is_merged_in_and_its_errors_are_clear(tmp_path)
         make_simulator(config)
     with pytest.raises(ConfigError, match="inspector.cache_rules: expected the path"):
         load_config(None, {"inspector": {"cache_rules": 5}})
+
+
+def test_a_usage_mode_that_names_nothing_is_one_error():
+    from inspector.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="inspector.usage: 'bogus' is not one of calibrated, tokenizer, recorded"):
+        load_config(None, {"inspector": {"usage": "bogus"}})
+    assert load_config(None, {"inspector": {"usage": "recorded"}})["inspector"]["usage"] == "recorded"

@@ -53,7 +53,7 @@ def ttl_warning(profile: Profile, value: Any) -> str | None:
         return (f"{value!r} is not a retention of the {profile.name} profile ({', '.join(sorted(profile.ttls))}); "
                 f"its default {profile.default_ttl} is used")
     return None
-KINDS = ("hit", "cold", "ttl", "below_minimum", "prefix_break", "lookback", "disabled")
+KINDS = ("hit", "miss", "cold", "ttl", "below_minimum", "prefix_break", "lookback", "disabled")
 _PURGE_START = 500_000  # entries held before the first sweep of expired ones
 _UNPRICED = object()
 
@@ -128,8 +128,19 @@ class CacheSimulator:
         self._clocked = False  # has any request carried a timestamp yet?
         self._next_purge = _PURGE_START
         self.requests = 0
+        self._warm: dict[str, int] = {}  # tools key → head tokens other sessions keep cached
 
     # -- public ----------------------------------------------------------------------
+    def keep_warm(self, tools_key: str, tokens: int) -> None:
+        """Requests whose head is ``tools_key`` read at least ``tokens`` from the cache.
+
+        A transcript's first call often reads the agent's own system prompt from a cache that
+        other sessions of the same agent keep alive (its recorded cache read before this session
+        could have written anything). That part never lapses within the session.
+        """
+        if tokens > 0:
+            self._warm[tools_key] = int(tokens)
+
     def reset(self) -> None:
         """Forget every cache entry and the previous request (a new provider session)."""
         self._entries.clear()
@@ -210,6 +221,14 @@ class CacheSimulator:
             res.reason_kind, res.reason = "disabled", self._disabled_reason()
         else:
             self._classify(res, lookup, prev, lcp if tools_same else 0, block_keys, roles, tools_key, tsum)
+            warm = min(self._warm.get(tools_key, 0), int(tools_tokens), total) if mode != "ideal" else 0
+            if warm > res.read:
+                gain = warm - res.read
+                res.read = warm
+                res.write = max(0, res.write - gain)
+                res.uncached = total - res.read - res.write
+                res.write_1h = res.write if self.ttl == "1h" else 0
+                res.reason += f"; {warm:,} head tokens read from a cache other sessions keep warm"
         self._prev = _Prev(block_keys, hashes, tools_key, roles, has_system, tsum, int(tools_tokens))
         if len(self._entries) > self._next_purge:
             self._purge(now)
@@ -440,6 +459,12 @@ class CacheSimulator:
                     f"than {self.profile.lookback_blocks} blocks before the nearest breakpoint; " + detail
                 )
                 return
+        if res.read == 0 and (res.total or res.uncached):
+            # Nothing broke and nothing lapsed, yet nothing was read (a prefix too short to have
+            # been stored, a profile step above it): a request that read nothing is a miss.
+            res.reason_kind = "miss"
+            res.reason = "miss: nothing was read from the cache; " + detail
+            return
         res.reason_kind = "hit"
         res.reason = "hit: " + detail
 

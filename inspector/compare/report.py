@@ -277,6 +277,41 @@ def _section_runs(comparison: Comparison) -> str:
             + "".join(notes))
 
 
+def _section_cache_truth(comparison: Comparison) -> str:
+    """Recorded cache figures beside the simulator's, and its accuracy, per run (when recorded)."""
+    from inspector.cache.accuracy import accuracy, recorded_vs_simulated
+
+    rows = []
+    for i, run in enumerate(comparison.runs):
+        if run.trace is None:
+            continue
+        both = recorded_vs_simulated(run.trace)
+        rec, sim = both["recorded"], both["simulated"]
+        if rec is None:
+            continue
+        acc = accuracy(run.trace)
+        mode = (run.trace.meta.get("usage_model") or {}).get("mode", "?")
+
+        def pct(v: Any) -> str:
+            return "-" if v is None else f"{v * 100:.1f} %"
+
+        fig = ("-" if acc is None else
+               f"{acc['mean_error_points']:.2f} / {acc['p90_error_points']:.2f}",
+               "-" if acc is None or not acc["real_misses"] else f"{acc['caught']} of {acc['real_misses']}",
+               "-" if acc is None else f"{acc['false_alarms']} ({acc['false_alarms_per_100']:.2f})")
+        rows.append(f'<tr><td><span class="sw" style="background:{_color(i)}"></span>{_e(run.label)}</td>'
+                    f"<td>{_e(mode)}</td><td>{pct(rec['hit_rate'])}</td><td>{pct(sim['hit_rate'])}</td>"
+                    f"<td>{rec['read']:,}</td><td>{sim['read']:,}</td><td>{rec['write']:,} ({rec['write_1h']:,} 1h)</td>"
+                    f"<td>{sim['write']:,}</td><td>{_e(fig[0])}</td><td>{_e(fig[1])}</td><td>{_e(fig[2])}</td></tr>")
+    if not rows:
+        return ""
+    return ('<h2>Cache: recorded vs simulated</h2><table><thead><tr><th>run</th><th>usage</th>'
+            "<th>hit rate recorded</th><th>hit rate simulated</th><th>read recorded</th><th>read simulated</th>"
+            "<th>written recorded</th><th>written simulated</th><th>hit-rate error mean / p90 (points)</th>"
+            "<th>real misses caught</th><th>false alarms (per 100)</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+
+
 def _section_table(comparison: Comparison) -> str:
     table = summary_table(comparison)
     head = "".join(f'<th><span class="sw" style="background:{_color(i)}"></span>{_e(label)}</th>'
@@ -453,6 +488,7 @@ def render_html_report(comparison: Comparison, *, title: str | None = None) -> s
         _section_session(comparison),
         _section_runs(comparison),
         _section_table(comparison),
+        _section_cache_truth(comparison),
         _section_plots(comparison),
         _section_compressions(comparison),
         _section_faults(comparison),

@@ -78,7 +78,10 @@ class RunSpec:
                     child = node[part] = {}
                 node = child
             node[parts[-1]] = value
-        return deep_merge(base, nested)
+        merged = deep_merge(base, nested)
+        if isinstance(base.get("x_user_set"), list):  # the run's own settings are the user's too
+            merged["x_user_set"] = sorted(set(base["x_user_set"]) | {key for key, _ in self.overrides})
+        return merged
 
     def describe(self) -> str:
         """The spec as the user would type it (``name:key=value,...``), secret values masked."""

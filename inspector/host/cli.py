@@ -115,14 +115,15 @@ def print_turn_table(traces: list, names: list[str], out=None) -> None:
     turns = sorted(set().union(*[set(t) for t in tables])) if tables else []
     if len(traces) == 1:
         # per turn: the figures of its last request, cache tokens summed over its requests
+        # Σ cache rd/wr: what the engine was fed; sim/rec: the cache simulator beside the provider
         header = ["turn", "req", "last prompt", "rough", "recorded", "threshold", "comp#", "Σ cache rd",
-                  "Σ cache wr", "faults", "first miss reason"]
+                  "Σ cache wr", "Σ rd sim", "Σ rd rec", "faults", "first miss reason"]
         rows = []
         for turn in turns:
             r = tables[0][turn]
             rows.append([turn, r["requests"], r["prompt"], r["rough"], r["recorded"], r["threshold"],
-                         r["compression_count"], r["cache_read"], r["cache_write"], r["faults"],
-                         r["miss"][:70] if r["reply"] else NO_REPLY])
+                         r["compression_count"], r["cache_read"], r["cache_write"], r["simulated_read"],
+                         r["recorded_read"], r["faults"], r["miss"][:70] if r["reply"] else NO_REPLY])
     else:
         header = ["turn"]
         for n in names:
@@ -175,6 +176,55 @@ def print_summary(traces: list, names: list[str], out=None) -> None:
     _print_table(header, rows, out, left=(0,))
 
 
+def print_cache_truth(traces: list, names: list[str], out=None) -> None:
+    """Per run: how usage was fed, recorded cache figures beside simulated, and the simulator's accuracy."""
+    from inspector.cache.accuracy import (
+        accuracy,
+        describe_accuracy,
+        describe_crossing,
+        recorded_vs_simulated,
+        threshold_crossing,
+    )
+
+    out = out or sys.stdout
+    for name, trace in zip(names, traces):
+        um = trace.meta.get("usage_model") or {}
+        both = recorded_vs_simulated(trace)
+        if both["recorded"] is None:
+            continue
+        out.write(f"\nusage and cache, recorded vs simulated ({name}): {describe_usage_model(um)}\n")
+        rec, sim = both["recorded"], both["simulated"]
+
+        def pct(v: Any) -> str:
+            return "-" if v is None else f"{v * 100:.1f}%"
+
+        _print_table(["", "recorded", "simulated"], [
+            ["requests", rec["requests"], sim["requests"]],
+            ["prompt tokens", rec["prompt"], sim["prompt"]],
+            ["cache read", rec["read"], sim["read"]],
+            ["cache written", rec["write"], sim["write"]],
+            ["  of which 1h", rec["write_1h"], sim["write_1h"]],
+            ["hit rate", pct(rec["hit_rate"]), pct(sim["hit_rate"])],
+        ], out, left=(0,))
+        out.write("simulator accuracy:\n")
+        for line in describe_accuracy(accuracy(trace)):
+            out.write(f"  {line}\n")
+        crossing = describe_crossing(threshold_crossing(trace))
+        if crossing:
+            out.write(f"compaction: {crossing}\n")
+
+
+def describe_usage_model(um: dict[str, Any]) -> str:
+    """``usage calibrated (head 25,810 tokens, ratio 1.60, …)``: the mode and its fitted numbers."""
+    cal = um.get("calibration")
+    fed = ", ".join(f"{n} {k}" for k, n in sorted((um.get("fed") or {}).items()))
+    text = f"usage {um.get('mode', '?')}"
+    if cal:
+        text += (f" (head {cal['hidden_tokens']:,} tokens, ratio {cal['ratio']:.2f}, warm {cal['warm_tokens']:,}; "
+                 f"{cal['method']}; fit error median {cal['median_error_pct']:.1f} %, p90 {cal['p90_error_pct']:.1f} %)")
+    return text + (f"; fed: {fed}" if fed else "")
+
+
 def run(args: argparse.Namespace) -> int:
     from inspector.config import command_config
     from inspector.engines.discovery import EngineLoadError
@@ -208,6 +258,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {args.session}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     print_session_warnings(session)
+    from inspector.host.transcript_defaults import describe, settle
+
+    config = settle(config, session)
     assumed = model_note(session, str((config.get("model") or {}).get("default") or ""))
     if assumed:
         print(f"note: {assumed}", file=sys.stderr)
@@ -217,6 +270,12 @@ def run(args: argparse.Namespace) -> int:
     except (EngineLoadError, ReplayCrashed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    print(f"note: {describe(config['x_assumed'])}", file=sys.stderr)
+    for warning in {w for t in traces for w in ((t.meta.get("usage_model") or {}).get("calibration") or {}).get(
+            "warnings", ())}:
+        print(f"warning: {warning}", file=sys.stderr)
+    for note in {(t.meta.get("price") or {}).get("note") for t in traces} - {None}:
+        print(f"note: {note}", file=sys.stderr)
     if args.out:
         from inspector.trace.io import save_trace
 
@@ -230,7 +289,8 @@ def run(args: argparse.Namespace) -> int:
             if not args.json:
                 print(f"trace written: {path}", file=sys.stderr)
     about = {"id": session.id, "format": session.source_format, "turns": len(session.turns),
-             "warnings": list(session.warnings), "notes": [assumed] if assumed else []}
+             "warnings": list(session.warnings), "notes": [describe(config["x_assumed"])] + ([assumed] if assumed else []),
+             "assumed": config["x_assumed"]}
     code = _report(args, traces, names, about)
     stopped = [(name, t.meta["stopped"]) for name, t in zip(names, traces) if t.meta.get("stopped")]
     for name, why in stopped:
@@ -286,16 +346,21 @@ def _load_saved(args: argparse.Namespace) -> tuple[list, list[str], dict[str, An
 
 def _report(args: argparse.Namespace, traces: list, names: list[str], session: dict[str, Any]) -> int:
     if args.json:
+        from inspector.cache.accuracy import accuracy, recorded_vs_simulated, threshold_crossing
         from inspector.trace.summary import fault_rows, output_rows, per_turn_rows, summarise
 
         json.dump({"session": session,
-                   "runs": [{"engine": n, "host_profile": t.meta.get("host_profile"), "summary": summarise(t), "turns": per_turn_rows(t), "faults": fault_rows(t),
-                             "output": output_rows(t)}
+                   "runs": [{"engine": n, "host_profile": t.meta.get("host_profile"), "summary": summarise(t),
+                             "turns": per_turn_rows(t), "faults": fault_rows(t),
+                             "output": output_rows(t), "usage_model": t.meta.get("usage_model"),
+                             "cache_vs_recorded": recorded_vs_simulated(t), "cache_accuracy": accuracy(t),
+                             "threshold_crossing": threshold_crossing(t)}
                             for n, t in zip(names, traces)]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     print_turn_table(traces, names)
     print_summary(traces, names)
+    print_cache_truth(traces, names)
     print_faults(traces, names)
     print_output_count(traces, names)
     return 0

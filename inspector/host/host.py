@@ -27,6 +27,7 @@ from inspector.engines.contract import ContextEngine, engine_overrides_hook
 from inspector.engines.loading import window_for
 from inspector.engines.run_context import RunContext, offline_stand_in_for, running
 from inspector.host import capture
+from inspector.host.calibration import UsageModel
 from inspector.host.guard import CallOutcome, HookAbandoned, call_inline, call_on_pool, locate_in_engine
 from inspector.host.profiles import HostProfile, profile_for
 from inspector.host.repair import needs_repair, repair_sequence
@@ -43,7 +44,6 @@ from inspector.host.shaping import (
     validate_selection,
 )
 from inspector.llm.secrets import config_secrets
-from inspector.sessions.model import Usage
 from inspector.tokens.rough import (
     estimate_request_tokens_rough,
     estimate_tools_tokens_rough,
@@ -108,8 +108,10 @@ TIMEOUT_RESTORE_FIELDS = (
 HOST_DIFFERENCES = [
     "Provider calls are simulated: the transcript's assistant and tool messages are replayed as recorded "
     "(teacher forcing); what changes with the engine is the history and the request the provider would have seen.",
-    "Usage passed to update_from_response is synthesised from tokenizer counts of the request the engine produced "
-    "(plus tool schemas) and of the recorded completion, with cache read/write from the cache simulator; "
+    "Usage passed to update_from_response (inspector.usage): calibrated (the default when the transcript has usage) "
+    "is the recorded usage where the engine's request is the one the agent sent, else a count calibrated on the "
+    "recorded calls (an unrecorded head of system prompt and tool schemas plus the provider's tokenizer ratio); "
+    "tokenizer is our count of the request (plus tool schemas) with cache read/write from the cache simulator; "
     "the transcript's recorded usage is kept beside it.",
     "No SessionDB: bind_session_state gets session_db=None, and compaction is emulated in place the way Hermes "
     "compacts with a session database (on_session_end, then on_session_start with boundary_reason='compression'; "
@@ -437,11 +439,15 @@ class Host:
         model: str | None = None,
         session_clock: bool = False,
         profile: HostProfile | None = None,
+        usage_model: Any = None,
     ) -> None:
         self.engine = engine
         # Which Hermes this host plays (inspector.host_profile); raises ProfileError for an unknown name.
         self.profile = profile if profile is not None else profile_for(config)
         self.gates = self.profile.gates
+        # Usage as the provider counted it (inspector/host/calibration.py): the one place that
+        # decides what update_from_response gets and how big each request's unrecorded head is.
+        self.usage_model = usage_model if usage_model is not None else UsageModel()
         self.clock = SessionClock() if session_clock else None
         self.run = RunContext(clock=self.clock or time.monotonic, offline_stand_in=offline_stand_in_for(config))
         self.config = config
@@ -1220,7 +1226,7 @@ class Host:
                 tik += t["tiktoken"]
         else:
             chars, images, tik = asm.chars, asm.images, asm.tik
-        rough = rough_from_chars(chars, images) + self._tools_rough
+        rough = rough_from_chars(chars, images) + self._tools_rough + self.usage_model.hidden_tokens
         if self._anchor is not None and self.gates.pre_api_tokens == "usage_anchor":
             real, length = self._anchor
             if length <= len(self.history):
@@ -1305,23 +1311,24 @@ class Host:
         # The provider's window is the model's, whatever the engine believes its context length is.
         believed = _as_int(getattr(self.engine, "context_length", 0))
         ctx = self.settings.context_length or believed
-        if not ctx or tik <= ctx:
+        sent = self.usage_model.provider_tokens(tik)  # as the provider counts it (the head included)
+        if not ctx or sent <= ctx:
             return False
         if believed and believed != ctx and believed != self._window_noted:
             self._window_noted = believed
             self.note(f"the engine's context_length is {believed:,} but the model's window is {ctx:,}: the provider "
                       "rejects what exceeds the model's window", site="overflow")
         if not self.settings.compression_enabled:
-            self.fault("context_overflow", f"request of {tik:,} tokens exceeds the {ctx:,}-token window and "
+            self.fault("context_overflow", f"request of {sent:,} tokens exceeds the {ctx:,}-token window and "
                        "compression is disabled: Hermes would end the turn with an error here")
             return False
         if self._overflow_attempts >= 3:
-            self.fault("compression_exhausted", f"request of {tik:,} tokens still exceeds the {ctx:,}-token window "
+            self.fault("compression_exhausted", f"request of {sent:,} tokens still exceeds the {ctx:,}-token window "
                        "after 3 compression attempts: Hermes would end this turn (compression_exhausted); "
                        "the replay continues with the transcript")
             return False
         self._overflow_attempts += 1
-        self.fault("context_overflow", f"the provider would reject this request: {tik:,} tokens > {ctx:,}-token "
+        self.fault("context_overflow", f"the provider would reject this request: {sent:,} tokens > {ctx:,}-token "
                    f"window; Hermes compresses and retries (attempt {self._overflow_attempts} of 3)")
         rows = len(self.history)
         committed = self._compress(rough, site="overflow")
@@ -1376,13 +1383,9 @@ class Host:
             asm = self._assembly()
             block_tokens, roles = asm.tiks, asm.roles
         sent = response.sent_at if response.sent_at is not None else response.timestamp
-        cache = self._simulate(sel_keys, block_tokens, sent, roles)
-        if response.usage is not None:
-            usage = response.usage
-        else:
-            usage = Usage(prompt_tokens=tik, completion_tokens=completion, cache_read_tokens=min(cache.read, tik),
-                          cache_write_tokens=min(cache.write, max(0, tik - cache.read)),
-                          cache_write_1h_tokens=self._write_1h, source="synthesised")
+        cache = self._simulate(sel_keys, block_tokens, sent, roles, response.source_index)
+        usage = self.usage_model.usage(response, tik=tik, tools_tokens=self._tools_tokens, completion=completion,
+                                       cache=cache, write_1h=self._write_1h)
         usage_dict = usage.to_hermes_dict()
         if self.simulator is not None:
             # Priced from the usage the engine was given (reply priming and tool schemas included),
@@ -1399,7 +1402,7 @@ class Host:
             assembled=assembled_id, selected=selected_id, selected_by_engine=by_engine,
             tokens={"tiktoken": tik, "rough": pressure, "tools": self._tools_tokens, "completion": completion},
             usage=usage_dict,
-            recorded=response.recorded.to_hermes_dict() if response.recorded is not None else None,
+            recorded=response.recorded.to_recorded_dict() if response.recorded is not None else None,
             cache=cache, timestamp=response.timestamp, response_key=a_key,
         )
         self.trace.requests.append(request)
@@ -1784,18 +1787,20 @@ class Host:
 
     # -- cache ------------------------------------------------------------------------------
     def _simulate(self, sel_keys: tuple[str, ...], block_tokens: list[int], timestamp: float | None,
-                  roles: list[str]) -> CacheInfo:
+                  roles: list[str], source_index: int | None = None) -> CacheInfo:
         # block_tokens stays empty: it is derivable from the selected list and per-key counts.
         info = CacheInfo(reason_kind="disabled", reason="no cache simulator")
         if self.simulator is None:
             info.uncached = sum(block_tokens) + self._tools_tokens
             return info
         has_system = bool(roles) and roles[0] == "system"
+        tools_key, tools_tokens, block_tokens = self.usage_model.cache_view(self._tools_key, self._tools_tokens,
+                                                                            block_tokens, source_index)
         try:
             # The simulator copies what it keeps, so the host's own lists are passed as they are.
             res = self.simulator.simulate(
-                block_keys=sel_keys, block_tokens=block_tokens, tools_key=self._tools_key,
-                tools_tokens=self._tools_tokens, timestamp=timestamp, has_system=has_system,
+                block_keys=sel_keys, block_tokens=block_tokens, tools_key=tools_key,
+                tools_tokens=tools_tokens, timestamp=timestamp, has_system=has_system,
                 block_roles=roles,
             )
         except Exception as exc:

@@ -102,6 +102,15 @@ def make_simulator(config: dict[str, Any], model: str = "") -> Any:
     return CacheSimulator(insp.get("cache_profile") or "anthropic", rules=rules, ttl=ttl, model=model)
 
 
+def price_meta(simulator: Any, model: str) -> dict[str, Any]:
+    """The price row a run's costs come from, or that there is none ("no price for <model>")."""
+    rules = getattr(simulator, "rules", None)
+    price = rules.price_for(model) if rules is not None and model else None
+    if price is None:
+        return {"model": model, "found": False, "note": f"no price for {model or 'an unnamed model'}: costs are not estimated"}
+    return {"model": model, "found": True, "match": list(price.match), "input": price.input, "output": price.output}
+
+
 def models_differ(recorded: str | None, model: str | None) -> bool:
     """Both models are named and are not the same one (a provider prefix or spelling aside).
 
@@ -196,28 +205,35 @@ def play_session_turn(
     messages = session.messages
     if kept is None:
         kept = replayable_indices(session, turn)
+    pending = []
+    playing = [False]  # inside play_turn the host's turn counter already names this turn
     while marker_pos < len(markers) and markers[marker_pos].message_index < turn.end:
-        c = markers[marker_pos]
-        summary = {"$msg": host.trace.store.put({"role": "user", "content": c.summary})} if c.summary else None
-        ev = Event(index=0, kind=EV_MARKER, turn=host.turn + 1, t=host._now(),
-                   args={"kind": c.kind, "message_index": c.message_index, "tokens_before": c.tokens_before,
-                         "summary": summary},
-                   note=f"the original agent compacted here ({c.kind})")
-        ev.state = host._state()
-        host.trace.add_event(ev)
+        pending.append(markers[marker_pos])
         marker_pos += 1
     closing = None
     if len(kept) >= 2 and is_interrupt_closing(messages[kept[-1]], messages[kept[-2]]):
         closing, kept = kept[-1], kept[:-1]
+
+    def reach(index: int) -> None:
+        """Markers up to the transcript message about to be fed go in now: a compaction the
+        original agent made between two requests of a turn lands at that request, not at the
+        turn's start."""
+        while pending and pending[0].message_index <= index:
+            _marker(host, pending.pop(0), host.turn if playing[0] else host.turn + 1)
+
     first_assistant = next((j for j, i in enumerate(kept) if messages[i].get("role") == "assistant"), len(kept))
     wire = wire if wire is not None else WireMessages(session)
     inputs = [wire[i] for i in kept[:first_assistant]]
+    if first_assistant:
+        reach(kept[first_assistant - 1])
     stamps = [t for i in kept[:first_assistant] if isinstance(t := messages[i].get("x_timestamp"), int | float)]
-    responder = ReplayResponder(session, kept[first_assistant:], calls, wire, sent_hint=max(stamps, default=None))
+    responder = ReplayResponder(session, kept[first_assistant:], calls, wire, sent_hint=max(stamps, default=None),
+                                on_reach=reach)
     ts = messages[kept[0]].get("x_timestamp") if kept else None
     # Hermes makes at least one provider call per turn unless the user stops it first, so a
     # turn the transcript records no reply to was interrupted before its first call.
     unanswered = bool(inputs) and first_assistant == len(kept)
+    playing[0] = True
     host.play_turn(inputs, responder, timestamp=ts, interrupted=turn.interrupted or unanswered or closing is not None)
     if closing is not None:
         # Not a provider reply: the row Hermes appends itself when a stopped turn ends on a tool result.
@@ -227,6 +243,8 @@ def play_session_turn(
     if unanswered:
         host.note("the transcript has no reply to this turn: it was finalised as interrupted before its "
                   "first provider call")
+    while pending:  # compacted after the turn's last message
+        _marker(host, pending.pop(0), host.turn + 1)
     return marker_pos
 
 
@@ -240,6 +258,17 @@ def is_interrupt_closing(message: dict[str, Any], previous: dict[str, Any]) -> b
     return (message.get("role") == "assistant" and previous.get("role") == "tool" and not message.get("tool_calls")
             and message.get("finish_reason") is None and message.get("x_finish_reason") is None
             and isinstance(content, str) and content.startswith(INTERRUPT_CLOSING))
+
+
+def _marker(host: Host, c: Compaction, turn: int) -> None:
+    """A marker event where the original agent compacted, with what it recorded about it."""
+    summary = {"$msg": host.trace.store.put({"role": "user", "content": c.summary})} if c.summary else None
+    ev = Event(index=0, kind=EV_MARKER, turn=turn, t=host._now(),
+               args={"kind": c.kind, "message_index": c.message_index, "tokens_before": c.tokens_before,
+                     "summary": summary, "before_request": len(host.trace.requests)},
+               note=f"the original agent compacted here ({c.kind})")
+    ev.state = host._state()
+    host.trace.add_event(ev)
 
 
 def _activated(loaded: Any) -> contextlib.AbstractContextManager:
@@ -311,10 +340,13 @@ def replay(
 
     ``watch``: on a worker thread, lets the waiting thread abandon the run if a hook gets stuck.
     """
+    from inspector.host.transcript_defaults import settle
+
+    config = settle(config, session)  # the transcript's model, window and cache profile unless the user set them
     engine = getattr(loaded, "engine", loaded)
-    model = session.model if not (config.get("model") or {}).get("default") else None
+    model = None  # the host reads the settled config's model.default
     counter = counter or make_counter(config)
-    host_model = model or str((config.get("model") or {}).get("default") or "")
+    host_model = str((config.get("model") or {}).get("default") or "")
     simulator = simulator if simulator is not None else make_simulator(config, host_model)
     info = getattr(loaded, "info", None)
     name = _engine_name(engine)
@@ -330,10 +362,13 @@ def replay(
                 "id": session.id, "format": session.source_format, "path": session.source_path,
                 "title": session.title, "model": session.model, "turns": len(session.turns),
                 "messages": len(session.messages), "warnings": list(session.warnings[:50]),
+                "context_window": session.context_window,
             },
             "config": public_config(config),
             "tokenizer": getattr(counter, "name", "?"),
             "cache_profile": (config.get("inspector") or {}).get("cache_profile", "anthropic"),
+            "assumed": config.get("x_assumed"),
+            "price": price_meta(simulator, host_model),
             "host_differences": list(HOST_DIFFERENCES),
             "mode": "replay",
         }
@@ -341,11 +376,18 @@ def replay(
     if watch is not None:
         watch.attach()
         watch.trace = trace
+    from inspector.host.calibration import usage_model_for
+
+    usage_model = usage_model_for(config, session, counter, simulator)
+    trace.meta["usage_model"] = usage_model.to_json()
+    if usage_model.calibration is not None:  # shown with the reader's warnings wherever the session is
+        trace.meta["session"]["warnings"].extend(usage_model.calibration.warnings)
     host = Host(
         engine, config, session_id=session_identifier(session), system_prompt=session.system_prompt(),
         session_tools=session.tools, counter=counter, simulator=simulator, trace=trace,
         plugin_manager=getattr(loaded, "plugin_manager", None), engine_is_builtin=bool(is_builtin),
         hermes_home=str(getattr(sandbox, "path", sandbox) or ""), model=model, session_clock=True,
+        usage_model=usage_model,
     )
     _pin_summary_date(engine, session)
     for warning in getattr(loaded, "warnings", None) or ():
@@ -364,6 +406,7 @@ def replay(
         cancelled = _play_all(host, session, progress, cancel)
         trace = host.end()
     trace.meta["host_seconds"] = round(time.perf_counter() - started, 4)
+    trace.meta["usage_model"] = usage_model.to_json()
     if sandbox is not None:
         from inspector.engines.sandbox import list_written_files
 

@@ -7,6 +7,7 @@ tool results follow an assistant message.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -66,8 +67,11 @@ class ReplayResponder:
     """Teacher forcing: the transcript's own assistant and tool messages, in order."""
 
     def __init__(self, session: Session, indices: list[int], calls: dict[int, ApiCall] | None = None,
-                 wire: WireMessages | None = None, sent_hint: float | None = None) -> None:
+                 wire: WireMessages | None = None, sent_hint: float | None = None,
+                 on_reach: Callable[[int], None] | None = None) -> None:
         self._session = session
+        # Told each transcript index just before it is fed (the replay places compaction markers with it).
+        self._on_reach = on_reach
         self._indices = indices
         self._pos = 0
         # The latest timestamp of a message before the next call: the request went out then, not
@@ -83,7 +87,14 @@ class ReplayResponder:
 
     def wants_request(self) -> bool:
         msg = self._peek()
-        return msg is not None and msg.get("role") == "assistant"
+        due = msg is not None and msg.get("role") == "assistant"
+        if due:
+            self._reach()  # before the request is assembled, so a marker precedes its events
+        return due
+
+    def _reach(self) -> None:
+        if self._on_reach is not None and self._pos < len(self._indices):
+            self._on_reach(self._indices[self._pos])
 
     def _consumed(self, msg: dict[str, Any]) -> None:
         ts = msg.get("x_timestamp")
@@ -93,6 +104,7 @@ class ReplayResponder:
     def pending_inputs(self) -> list[dict[str, Any]]:
         out = []
         while (msg := self._peek()) is not None and msg.get("role") != "assistant":
+            self._reach()
             out.append(self._wire[self._indices[self._pos]])
             self._consumed(msg)
             self._pos += 1
@@ -102,6 +114,7 @@ class ReplayResponder:
         msg = self._peek()
         if msg is None or msg.get("role") != "assistant":
             return None
+        self._reach()
         index = self._indices[self._pos]
         self._pos += 1
         call = self._calls.get(index)
@@ -123,6 +136,7 @@ class ReplayResponder:
     def tool_results(self, assistant: dict[str, Any], engine_results: dict[str, str]) -> list[dict[str, Any]]:
         out = []
         while (msg := self._peek()) is not None and msg.get("role") == "tool":
+            self._reach()
             out.append(self._wire[self._indices[self._pos]])
             self._consumed(msg)
             self._pos += 1

@@ -78,8 +78,16 @@ STUB_RESULT = "[Result unavailable — see context summary above]"
 
 
 def call_id(call: Any) -> str:
-    """A tool call's id as Hermes reads it (``call_id`` first, then ``id``)."""
-    return (call.get("call_id") or call.get("id") or "") if isinstance(call, dict) else ""
+    """A tool call's id as Hermes reads it (``call_id`` first, then ``id``).
+
+    A call the provider ran itself (``x_server_side``: a Codex ``web_search_call``) never gets a
+    tool result, so it pairs with nothing: Hermes keeps server-side items out of its tool calls
+    (``_SERVER_SIDE_TOOL_CALL_TYPES``, agent/codex_responses_adapter.py:1198 of hermes-agent 0.19.0)
+    and the request sanitiser must not add a stub result Codex never sent.
+    """
+    if not isinstance(call, dict) or call.get("x_server_side"):
+        return ""
+    return call.get("call_id") or call.get("id") or ""
 
 
 def sanitize_request(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:

@@ -226,7 +226,10 @@ class Follower:
     def _ensure_host(self, session: Session) -> bool:
         if self.host is not None:
             return self.started
-        model = session.model if not (self.config.get("model") or {}).get("default") else None
+        from inspector.host.transcript_defaults import settle
+
+        self.config = settle(self.config, session)  # the transcript's model, window and cache unless set
+        model = None  # the host reads the settled config's model.default
         counter = self._counter or make_counter(self.config)
         host_model = model or str((self.config.get("model") or {}).get("default") or "")
         simulator = self._simulator if self._simulator is not None else make_simulator(self.config, host_model)
@@ -240,6 +243,7 @@ class Follower:
             "config": public_config(self.config),
             "tokenizer": getattr(counter, "name", "?"),
             "cache_profile": (self.config.get("inspector") or {}).get("cache_profile", "anthropic"),
+            "assumed": self.config.get("x_assumed"),
             "host_differences": list(HOST_DIFFERENCES) + list(FOLLOW_DIFFERENCES),
             "mode": "follow",
         }

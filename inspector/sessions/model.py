@@ -68,6 +68,12 @@ class Usage:
             "reasoning_tokens": self.reasoning_tokens,
         }
 
+    def to_recorded_dict(self) -> dict[str, int]:
+        """The Hermes dict plus what it has no field for: the 1-hour part of the cache writes."""
+        out = self.to_hermes_dict()
+        out["cache_write_1h_tokens"] = self.cache_write_1h_tokens
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {
             "prompt_tokens": self.prompt_tokens,
@@ -149,6 +155,8 @@ class Session:
     children: list[Session] = field(default_factory=list)
     # Session-level totals when the source has no per-call usage (Hermes state.db/export).
     aggregate_usage: Usage | None = None
+    # The model's context window as the source recorded it (Codex ``model_context_window``), else None.
+    context_window: int | None = None
 
     def usage_for(self, message_index: int) -> Usage | None:
         for call in self.api_calls:

@@ -21,6 +21,7 @@ from typing import Any
 
 from inspector.tokens import rough
 from inspector.tokens.encodings import SPECS, TokenizerUnavailable, load_encoding, unavailable_reason
+from inspector.tokens.redacted import placeholder_tokens, split_placeholders
 
 APPROX = "approx"
 
@@ -91,9 +92,11 @@ class TokenCounter:
         return [self.count_text(t) for t in texts]
 
     def _encode_len(self, text: str) -> int:
+        text, hidden = split_placeholders(text)
+        extra = placeholder_tokens(hidden) if hidden else 0
         if self._enc is None:
-            return rough.estimate_tokens_rough(text)
-        return len(self._enc.encode_ordinary(text))
+            return rough.estimate_tokens_rough(text) + extra
+        return len(self._enc.encode_ordinary(text)) + extra
 
     def _prefill(self, texts: Iterable[str]) -> None:
         missing = list({t for t in texts if t and t not in self._texts})
@@ -103,7 +106,11 @@ class TokenCounter:
             for t in missing:
                 self._texts[t] = self._encode_len(t)
             return
-        for text, ids in zip(missing, self._enc.encode_ordinary_batch(missing)):
+        redacted = [t for t in missing if "[REDACTED_" in t]
+        for t in redacted:
+            self._texts[t] = self._encode_len(t)
+        plain = [t for t in missing if "[REDACTED_" not in t] if redacted else missing
+        for text, ids in zip(plain, self._enc.encode_ordinary_batch(plain)):
             self._texts[text] = len(ids)
 
     # -- messages --------------------------------------------------------------------

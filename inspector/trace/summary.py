@@ -77,6 +77,12 @@ def per_turn_rows(trace: Trace) -> list[dict[str, Any]]:
         row["recorded"] = (r.recorded or {}).get("prompt_tokens")
         row["cache_read"] += r.usage.get("cache_read_tokens", 0)
         row["cache_write"] += r.usage.get("cache_write_tokens", 0)
+        # what the cache simulator found, beside what the provider reported (None: nothing recorded)
+        row["simulated_read"] += r.cache.read
+        row["simulated_write"] += r.cache.write
+        if r.recorded:
+            row["recorded_read"] = (row["recorded_read"] or 0) + int(r.recorded.get("cache_read_tokens") or 0)
+            row["recorded_write"] = (row["recorded_write"] or 0) + int(r.recorded.get("cache_write_tokens") or 0)
         if not row["miss"] and r.cache.reason_kind not in ("hit", "disabled", ""):
             row["miss"] = r.cache.reason
         row["threshold"] = trace.state_at(r.event)["threshold_tokens"]
@@ -94,7 +100,8 @@ def per_turn_rows(trace: Trace) -> list[dict[str, Any]]:
 
 def _blank_row(turn: int) -> dict[str, Any]:
     return {"turn": turn, "reply": False, "requests": 0, "prompt": None, "rough": None, "recorded": None,
-            "threshold": None, "compression_count": None, "cache_read": 0, "cache_write": 0, "miss": "", "faults": 0}
+            "threshold": None, "compression_count": None, "cache_read": 0, "cache_write": 0, "miss": "", "faults": 0,
+            "simulated_read": 0, "simulated_write": 0, "recorded_read": None, "recorded_write": None}
 
 
 def fault_rows(trace: Trace, limit: int | None = None) -> list[dict[str, Any]]:

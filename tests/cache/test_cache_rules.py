@@ -155,3 +155,24 @@ def test_the_version_must_be_the_whole_number_1(tmp_path, version):
     path.write_text(f"version: {version}\nprofiles: {{}}\n", encoding="utf-8")
     with pytest.raises(RulesError, match="must be the whole number 1"):
         load_rules(path)
+
+
+def test_the_corpus_models_have_prices_each_with_a_source():
+    from inspector.cache.rules import load_rules
+
+    rules = load_rules()
+    for model in ("claude-opus-4-6", "claude-sonnet-4-5-20250929", "gpt-5.3-codex"):
+        price = rules.price_for(model)
+        assert price is not None and price.input > 0 and price.output > 0, model
+    assert rules.price_for("gpt-5.3-codex").cache_read == 0.175
+    assert rules.price_for("kimi-k2.5") is None, "a model we have no price for has none (never a neighbour's)"
+
+
+def test_a_replay_says_when_its_model_has_no_price():
+    from inspector.cache.simulator import CacheSimulator
+    from inspector.host.replay import price_meta
+
+    sim = CacheSimulator("openai", model="kimi-k2.5")
+    assert price_meta(sim, "kimi-k2.5") == {"model": "kimi-k2.5", "found": False,
+                                            "note": "no price for kimi-k2.5: costs are not estimated"}
+    assert price_meta(sim, "gpt-5.3-codex")["found"]

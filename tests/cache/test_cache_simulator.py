@@ -319,3 +319,17 @@ def test_cache_ttl_warnings_say_what_the_simulation_does(profile, ttl, warned):
 
     note = ttl_warning(load_rules().profile(profile), ttl)
     assert (note is None) if warned is None else (warned in note), note
+
+
+def test_a_head_other_sessions_keep_warm_is_read_even_on_a_cold_start_and_never_lapses():
+    from inspector.cache.simulator import CacheSimulator
+
+    sim = CacheSimulator("anthropic", model="claude-opus-4-6")
+    sim.keep_warm("tools+head", 5_000)
+    first = sim.simulate(block_keys=["u1"], block_tokens=[300], tools_key="tools+head", tools_tokens=8_000, timestamp=0.0)
+    assert (first.read, first.write, first.reason_kind) == (5_000, 3_300, "cold")
+    later = sim.simulate(block_keys=["u1", "u2"], block_tokens=[300, 50], tools_key="tools+head", tools_tokens=8_000,
+                         timestamp=7_200.0)  # two hours later: the session's own entries lapsed
+    assert later.reason_kind == "ttl" and later.read == 5_000
+    other = sim.simulate(block_keys=["u1"], block_tokens=[300], tools_key="other", tools_tokens=8_000, timestamp=7_201.0)
+    assert other.read == 0, "only the head that is kept warm"

@@ -368,3 +368,21 @@ def test_a_plugin_that_builds_the_compressor_with_newer_hermes_keywords_loads_an
     # the host's update_model re-derived the threshold for the replay's 200K window, and the cap held
     assert trace.state_at(len(trace.events) - 1)["threshold_tokens"] == 6000
     assert trace.state_at(len(trace.events) - 1)["compression_count"] >= 1
+
+
+def test_replay_prints_recorded_beside_simulated_and_the_simulators_accuracy(capsys):
+    from tests.sessions.conftest import CORPUS
+
+    path = CORPUS / "claude_code" / "tool_heavy.jsonl"
+    if not path.is_file():
+        pytest.skip(f"sample corpus not found at {CORPUS}")
+    assert main(["replay", str(path), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert "replay settings: model claude-opus-4-6 (transcript)" in captured.err
+    out = captured.out
+    assert "usage and cache, recorded vs simulated" in out and "usage calibrated (head " in out
+    assert "simulator accuracy:" in out and "real misses caught" in out and "false alarms:" in out
+    assert main(["replay", str(path), "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert run["usage_model"]["mode"] == "calibrated" and run["cache_accuracy"]["compared"] == 4
+    assert run["cache_vs_recorded"]["recorded"]["write_1h"] > 0

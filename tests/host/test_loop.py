@@ -569,21 +569,29 @@ def test_an_overflow_error_that_states_the_limit_updates_the_model_first(config,
 
 
 def test_a_replay_says_when_it_assumes_another_model_than_the_transcript(config):
+    from inspector.config import load_config
     from inspector.trace.model import EV_NOTE
 
     session = coding_session(1)
     session.model = "claude-opus-4-6"
-    notes = [e.note for e in replay(session, CountingEngine(), config).events if e.kind == EV_NOTE]
+    chosen = load_config(None, {**config, "model": {"default": "anthropic/claude-sonnet-4.5"}})
+    notes = [e.note for e in replay(session, CountingEngine(), chosen).events if e.kind == EV_NOTE]
     assert any("'claude-opus-4-6'" in n and "model.default=claude-opus-4-6" in n for n in notes), notes
     session.model = "anthropic/claude-sonnet-4.5"
-    notes = [e.note for e in replay(session, CountingEngine(), config).events if e.kind == EV_NOTE]
+    notes = [e.note for e in replay(session, CountingEngine(), chosen).events if e.kind == EV_NOTE]
     assert not any("transcript's model" in n for n in notes), "same model: nothing to say"
 
 
 def test_a_trace_records_the_model_the_replay_assumed(config):
+    from inspector.config import load_config
+
     session = coding_session(1)
     session.model = "claude-opus-4-6"
-    assumed = replay(session, CountingEngine(), config).meta["assumed_model"]
-    assert assumed == config["model"]["default"] != "claude-opus-4-6"  # model.default wins over the transcript
+    chosen = load_config(None, {"model": {"default": "anthropic/claude-sonnet-4.5"}})
+    assert replay(session, CountingEngine(), chosen).meta["assumed_model"] == "anthropic/claude-sonnet-4.5", \
+        "a model.default the user set wins over the transcript"
+    trace = replay(session, CountingEngine(), config)
+    assert trace.meta["assumed_model"] == "claude-opus-4-6", "unset, the transcript's model is replayed"
+    assert trace.meta["assumed"]["model"] == {"value": "claude-opus-4-6", "from": "transcript"}
     without_default = {**config, "model": {k: v for k, v in config["model"].items() if k != "default"}}
     assert replay(session, CountingEngine(), without_default).meta["assumed_model"] == "claude-opus-4-6"

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+REPO = Path(__file__).resolve().parents[2]
+# Next to the repo (../shared/corpus); a git worktree under <repo's folder>/wt/NAME looks two levels up.
+_CANDIDATES = [REPO.parent / "shared" / "corpus", REPO.parent.parent / "shared" / "corpus"]
+CORPUS = next((p for p in _CANDIDATES if p.is_dir()), _CANDIDATES[0])
 
 
 @pytest.fixture

@@ -164,3 +164,52 @@ def test_only_a_turn_the_file_closes_is_ended(tmp_path: Path):
     s = load_session(str(_write(tmp_path, _session())))
     # The first turn ends on hook context after a compaction; the second is closed by turn_duration.
     assert [t.ended for t in s.turns] == [False, True]
+
+
+def _compacted_across_a_missing_parent() -> list[dict]:
+    """Claude Code 2.1.x after an auto-compaction: the boundary has ``parentUuid: null`` and a
+    ``logicalParentUuid`` that no line of the file carries."""
+    return [
+        _rec("u1", None, "user", {"role": "user", "content": "first prompt"}),
+        _assistant("a1", "u1", "msg_1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {}}, _usage(3, 0, 900, 5)),
+        _rec("r1", "a1", "user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "A"}]}),
+        _assistant("a2", "r1", "msg_2", {"type": "text", "text": "read it"}, _usage(3, 900, 40, 6)),
+        _rec("u2", "a2", "user", {"role": "user", "content": "second prompt"}),
+        _assistant("a3", "u2", "msg_3", {"type": "text", "text": "ok"}, _usage(4, 940, 10, 2)),
+        _rec("b1", None, "system", None, subtype="compact_boundary", content="Conversation compacted",
+             logicalParentUuid="not-in-this-file", compactMetadata={"trigger": "auto", "preTokens": 955}),
+        _rec("s1", "b1", "user", {"role": "user", "content": "This session is being continued..."}, isCompactSummary=True),
+        _rec("u3", "s1", "user", {"role": "user", "content": "third prompt"}),
+        _assistant("a4", "u3", "msg_4", {"type": "text", "text": "done"}, _usage(5, 0, 300, 3)),
+    ]
+
+
+def test_the_chain_continues_across_a_boundary_whose_logical_parent_is_not_in_the_file(tmp_path: Path):
+    s = load_session(str(_write(tmp_path, _compacted_across_a_missing_parent())))
+    assert not any("abandoned" in w for w in s.warnings)
+    assert s.messages[0] == {**s.messages[0], "role": "user", "content": "first prompt"}
+    assert len(s.api_calls) == 4
+    assert [s.messages[t.user_index]["content"] for t in s.turns] == ["first prompt", "second prompt", "third prompt"]
+    [c] = s.compactions
+    assert c.tokens_before == 955 and s.messages[c.message_index]["x_flags"]["compaction_summary"]
+
+
+def test_a_true_sibling_of_the_live_chain_is_still_abandoned_across_a_boundary(tmp_path: Path):
+    records = _compacted_across_a_missing_parent()
+    # a retry of the second prompt's reply: same parent as a3, written before it, off the chain
+    records.insert(5, _assistant("x1", "u2", "msg_x", {"type": "text", "text": "retried"}, _usage(4, 940, 10, 2)))
+    s = load_session(str(_write(tmp_path, records)))
+    assert all(m.get("content") != "retried" for m in s.messages)
+    assert any("abandoned" in w and w.endswith("line(s) 6") for w in s.warnings)
+    assert len(s.api_calls) == 4
+
+
+def test_an_mcp_reconnect_is_flagged_as_a_change_of_the_tool_list(tmp_path: Path):
+    records = [
+        _rec("u1", None, "user", {"role": "user", "content": "hi"}),
+        _assistant("a1", "u1", "msg_1", {"type": "text", "text": "hello"}, _usage(3, 0, 900, 5)),
+        _rec("c1", "a1", "user", {"role": "user", "content": "<command-name>/mcp</command-name>\n<command-message>mcp"
+                                                              "</command-message>"}),
+    ]
+    s = load_session(str(_write(tmp_path, records)))
+    assert s.messages[-1]["x_flags"] == {"meta": True, "tools_changed": True}

@@ -152,3 +152,51 @@ def test_context_injected_before_the_first_task_is_not_a_prompt(tmp_path: Path):
     path.write_text("\n".join(lines) + "\n")
     s = load_session(str(path))
     assert [(s.messages[t.user_index]["content"], t.start) for t in s.turns] == [("go", 1)]  # the context leads it
+
+
+def _remote_compaction(tmp_path: Path) -> Path:
+    """A rollout with Codex' recorded window and a server-side (encrypted) compaction."""
+    msg = lambda role, text: {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}  # noqa: E731
+    lines = [
+        _line("session_meta", {"id": "sess-2", "timestamp": "2026-02-23T12:00:00Z", "cwd": "/r"}),
+        _line("event_msg", {"type": "task_started", "turn_id": "t1", "model_context_window": 258_400}),
+        _line("response_item", msg("user", "go")),
+        _line("event_msg", {"type": "user_message", "message": "go"}),
+        _line("turn_context", {"turn_id": "t1", "model": "gpt-5.3-codex"}),
+        _line("response_item", {"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "q"}}),
+        _line("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "found"}]}),
+        _line("event_msg", _usage(200_000, 200_000, 150_000)),
+        _line("compacted", {"replacement_history": [msg("user", "go"),
+                                                    {"type": "compaction", "encrypted_content": "gAAAA" + "x" * 995}]}),
+        _line("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "on"}]}),
+        _line("event_msg", _usage(210_000, 10_000, 0)),
+        _line("event_msg", {"type": "task_complete", "turn_id": "t1"}),
+    ]
+    path = tmp_path / "rollout-2026-02-23T12-00-00-sess-2.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_recorded_context_window_is_read(tmp_path: Path):
+    assert load_session(str(_remote_compaction(tmp_path))).context_window == 258_400
+
+
+def test_an_encrypted_compaction_item_is_the_summary_and_the_previous_prompt_is_tokens_before(tmp_path: Path):
+    s = load_session(str(_remote_compaction(tmp_path)))
+    [c] = s.compactions
+    assert c.tokens_before == 200_000, "the prompt of the call just before the compaction"
+    copied = s.messages[c.message_index:c.message_index + 2]
+    assert [m["x_flags"].get("compaction_summary", False) for m in copied] == [False, True]
+    assert "1,000 characters" in copied[1]["content"] and copied[1]["x_reasoning_opaque"][0]["encrypted_content"].startswith("gAAAA")
+
+
+def test_a_web_search_keeps_its_server_side_flag_so_no_stub_result_is_added(tmp_path: Path):
+    from inspector.host.shaping import sanitize_request
+    from inspector.sessions.model import wire_message
+
+    s = load_session(str(_remote_compaction(tmp_path)))
+    first = s.messages[s.api_calls[0].message_index]
+    wire = [wire_message(m) for m in s.messages[: s.api_calls[0].message_index + 1]]
+    assert wire[-1]["tool_calls"][0]["x_server_side"] is True
+    _, done = sanitize_request(wire)
+    assert done["stubs"] == 0 and first["tool_calls"][0]["function"]["name"] == "web_search"

@@ -4,8 +4,10 @@ Claude Code writes one line per content block of a response, each with a copy of
 so lines are regrouped by ``message.id`` into one assistant message carrying the *last* line's
 usage (the only one with the final ``output_tokens``). Tool results arrive in ``user`` records
 and become ``tool`` messages. A ``system/compact_boundary`` becomes a compaction marker whose
-new context starts at the ``isCompactSummary`` message. Records on abandoned ``parentUuid``
-branches (edits, retries) are left out and listed in the warnings. Subagent files next to the
+new context starts at the ``isCompactSummary`` message; the chain goes on across the boundary
+(to its ``logicalParentUuid``, or to the record written before it when no line carries that
+uuid). Records on abandoned ``parentUuid`` branches (edits, retries: true siblings of the live
+chain) are left out and listed in the warnings. Subagent files next to the
 session (``<id>/subagents/agent-*.jsonl``) load as child sessions. A turn is marked ``ended``
 when a ``system/turn_duration`` record follows it, or its last reply carries a final
 ``stop_reason`` (a file still being written may hold only some of a reply's block lines).
@@ -41,6 +43,7 @@ META_PREFIXES = (
     "<system-reminder>",
 )
 INTERRUPTED = "[Request interrupted by user"
+MCP_COMMAND = "<command-name>/mcp</command-name>"
 NOTIFICATION = "<task-notification>"
 NOT_CONVERSATION = ("progress", "file-history-snapshot", "queue-operation")
 # Anthropic stop reasons after which the model does not go on by itself (``tool_use`` waits for
@@ -66,6 +69,8 @@ def _active_records(records: list[tuple[int, dict[str, Any]]], warnings: list[st
         chain.add(cursor)
         rec = by_uuid[cursor]
         cursor = rec.get("parentUuid") or rec.get("logicalParentUuid")
+        if not (isinstance(cursor, str) and cursor in by_uuid) and _is_boundary(rec):
+            cursor = _written_before(records, rec)
     kept_ids = {_message_id(r) for r in by_uuid.values() if r.get("uuid") in chain and r.get("type") == "assistant"}
     tool_ids: set[str] = set()
     for _, r in records:
@@ -91,6 +96,27 @@ def _active_records(records: list[tuple[int, dict[str, Any]]], warnings: list[st
     return out
 
 
+def _is_boundary(rec: dict[str, Any]) -> bool:
+    return rec.get("type") == "system" and rec.get("subtype") == "compact_boundary"
+
+
+def _written_before(records: list[tuple[int, dict[str, Any]]], boundary: dict[str, Any]) -> str | None:
+    """The conversation record written just before a compaction boundary: where its chain goes on.
+
+    Claude Code 2.1.x starts the compacted context with ``parentUuid: null`` and names the last
+    pre-compaction record in ``logicalParentUuid``, which may be absent from the file (a real
+    session's boundary names a uuid no line carries). The boundary is written when the next
+    request is about to go out, so the record before it is the tip of the live chain.
+    """
+    previous = None
+    for _, r in records:
+        if r is boundary:
+            return previous
+        if r.get("type") in ("user", "assistant") and isinstance(r.get("uuid"), str):
+            previous = r["uuid"]
+    return None
+
+
 def _message_id(rec: dict[str, Any]) -> str:
     msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
     mid = msg.get("id") or rec.get("requestId") or rec.get("uuid")
@@ -112,6 +138,10 @@ def _is_result_of(rec: dict[str, Any], tool_ids: set[str]) -> bool:
 
 def _classify(text: str) -> dict[str, bool]:
     t = text.lstrip()
+    if t.startswith(MCP_COMMAND):
+        # /mcp reconnects the MCP servers: the tool list (the head of every request) is rebuilt,
+        # which the next call's recorded cache read shows (only the part before it is still cached).
+        return {"meta": True, "tools_changed": True}
     if t.startswith(INTERRUPTED):
         return {"meta": True, "interrupted": True}
     if t.startswith(NOTIFICATION):

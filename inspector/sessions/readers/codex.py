@@ -161,8 +161,11 @@ class _Builder:
             msg = self.assistant(ts, lineno)
             call_id = f"ws_line{lineno}"
             action = p.get("action", {})
+            # The flag rides on the call itself (message-level ``x_`` keys are stripped before the host
+            # sees the message), so the request sanitiser pairs it with no result (shaping.call_id).
             msg.setdefault("tool_calls", []).append(
-                {"id": call_id, "type": "function", "function": {"name": "web_search", "arguments": json.dumps(action, ensure_ascii=False)}}
+                {"id": call_id, "type": "function", "x_server_side": True,
+                 "function": {"name": "web_search", "arguments": json.dumps(action, ensure_ascii=False)}}
             )
             msg.setdefault("x_server_side_calls", []).append(call_id)
         elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
@@ -177,10 +180,16 @@ class _Builder:
         else:
             self.skipped[str(kind)] = self.skipped.get(str(kind), 0) + 1
 
+    def window(self, value: Any) -> None:
+        """Codex records the model's usable window on each turn (``model_context_window``); the last wins."""
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            self.s.context_window = value
+
     # --- events -----------------------------------------------------------------------
     def event(self, p: dict[str, Any], ts: float | None, lineno: int) -> None:
         kind = p.get("type")
         if kind == "task_started":
+            self.window(p.get("model_context_window"))
             self.close_call()
             self.turns.append({"id": p.get("turn_id"), "start": len(self.msgs), "done": False, "aborted": False})
             self.user_items = []
@@ -203,6 +212,7 @@ class _Builder:
             info = p.get("info")
             if not isinstance(info, dict):
                 return
+            self.window(info.get("model_context_window"))
             total = info.get("total_token_usage")
             if total is not None and total == self.last_total:
                 return  # the duplicate that only refreshes rate limits
@@ -220,19 +230,34 @@ class _Builder:
             self.close_call(normalize_usage(last, shape="responses"))
 
     def compacted(self, p: dict[str, Any], ts: float | None, lineno: int) -> None:
+        """A ``compacted`` line: a marker, then the replacement history the next request starts from.
+
+        Codex records no token figure here; the context that was compacted is the prompt of the
+        call just before, so ``tokens_before`` is that call's recorded prompt. The summary is the
+        history's ``compaction`` item when there is one (server-side compaction, its text
+        encrypted), else its last message.
+        """
         self.close_call()
         summary = p.get("message") if isinstance(p.get("message"), str) else None
-        self.s.compactions.append(Compaction(message_index=len(self.msgs), kind="codex-compacted", summary=summary, timestamp=ts))
+        before = next((c.usage.prompt_tokens for c in reversed(self.s.api_calls) if c.usage is not None), None)
+        self.s.compactions.append(Compaction(message_index=len(self.msgs), kind="codex-compacted", summary=summary,
+                                             tokens_before=before, timestamp=ts))
         history = p.get("replacement_history")
-        if isinstance(history, list) and history:
-            for k, item in enumerate(history):
-                if not isinstance(item, dict) or item.get("type") != "message":
-                    continue
+        items = [i for i in history if isinstance(i, dict) and i.get("type") in ("message", "compaction")] \
+            if isinstance(history, list) else []
+        summary_at = next((k for k in range(len(items) - 1, -1, -1) if items[k].get("type") == "compaction"), len(items) - 1)
+        for k, item in enumerate(items):
+            if item.get("type") == "compaction":
+                secret = item.get("encrypted_content")
+                size = len(secret) if isinstance(secret, str) else 0
+                msg = {"role": "user", "content": f"[encrypted compaction summary: {size:,} characters]"}
+                msg["x_reasoning_opaque"] = [{k2: v for k2, v in item.items() if k2 != "type"}]
+            else:
                 role = item.get("role") if item.get("role") in ("user", "assistant") else "system"
                 msg = {"role": role, "content": _text(item.get("content"))}
-                flag(msg, synthetic=True, compaction_copy=True, compaction_summary=(k == len(history) - 1))
-                self.add(msg, ts, lineno)
-        elif summary is not None:
+            flag(msg, synthetic=True, compaction_copy=True, compaction_summary=(k == summary_at))
+            self.add(msg, ts, lineno)
+        if not items and summary is not None:
             self.add(flag({"role": "assistant", "content": summary}, synthetic=True, compaction_summary=True), ts, lineno)
 
     def finish(self) -> Session:
