@@ -9,24 +9,17 @@ command with the same ``--out`` means, overwriting anything else is data loss.
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections.abc import Callable, Iterable
+
+from inspector.input_files import InputRefused, read_head_inflated
 
 HEAD_BYTES = 4096
 
 
 def file_head(path: str, size: int = HEAD_BYTES) -> bytes:
     """The first ``size`` bytes of ``path``, decompressed when it is gzipped."""
-    with open(path, "rb") as fh:
-        raw = fh.read(size)
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as gz:
-                return gz.read(size)
-        except (OSError, EOFError):
-            return raw
-    return raw
+    return read_head_inflated(path, size)
 
 
 def is_saved_file(head: bytes) -> bool:
@@ -72,6 +65,8 @@ def output_problem(path: str, *, inputs: Iterable[str] = (), ours: Callable[[byt
             head = file_head(target)
         except OSError as exc:
             return f"exists and cannot be read ({exc.strerror or exc})"
+        except InputRefused as exc:
+            return str(exc)
         if not ours(head):
             return ("exists and is not a file the inspector wrote: choose another name, or delete it first "
                     "if you mean to replace it")

@@ -31,7 +31,10 @@ def parse_timestamp(value: Any) -> float | None:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        v = float(value)
+        try:
+            v = float(value)
+        except OverflowError:  # a 400-digit integer is no time at all
+            return None
         if not math.isfinite(v) or v < 0:
             return None
         return v / 1000.0 if v > 1e11 else v

@@ -62,14 +62,20 @@ import json
 import os
 import re
 import tempfile
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, asdict, fields, is_dataclass
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from inspector.gunzip import TooLarge, gunzip
+from inspector.input_files import (
+    InputRefused,
+    check_values,
+    env_count,
+    max_input_bytes,
+    read_head_inflated,
+    read_input,
+)
 from inspector.trace.model import (
     CacheInfo,
     Event,
@@ -1299,23 +1305,34 @@ def save_bundle(
 # -- decoding -------------------------------------------------------------------------------
 
 
-MAX_TRACE_BYTES = 1024**3  # a 30,000-turn trace is ~160 MB: far more than that is a crafted file
+MAX_TRACE_BYTES = max_input_bytes()  # a 30,000-turn trace is ~160 MB: far more than that is a crafted file
+
+
+MAX_LIST_ENTRIES = env_count("INSPECTOR_MAX_TRACE_ENTRIES", 50_000_000)
+"""Message references in all the lists of a trace together. Copies make a list cost a few bytes
+whatever its length, so a 21 KB file could ask for 2**34 entries; a real 2,000-turn replay holds a
+few million (measured in ``inspector.bench``)."""
 
 
 def _read_doc(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bool]:
-    """Read and parse the file; returns (document, was_gzip). OSError passes through."""
-    raw = Path(path).read_bytes()
-    compressed = raw[:2] == _GZIP_MAGIC
+    """Read and parse the file; returns (document, was_gzip). OSError passes through.
+
+    Special files are refused before they are opened, the file and its inflated bytes are
+    capped at ``MAX_TRACE_BYTES``, and one value longer than ``max_string_chars()`` is refused
+    before parsing (see :mod:`inspector.input_files`).
+    """
+    text = ""
     try:
-        if compressed:
-            raw, complete = gunzip(raw, MAX_TRACE_BYTES)
-            if not complete:
-                raise EOFError("the gzip stream ends early")
+        raw, compressed, complete = read_input(path, MAX_TRACE_BYTES)
+        if not complete:
+            raise EOFError("the gzip stream ends early")
+        check_values(raw)
         text = raw.decode("utf-8", "surrogatepass")
+        del raw
         doc = json.loads(text)
-    except TooLarge as exc:
-        raise TraceCorruptError(path, f"gzip data {exc}, more than any trace (a crafted file?); not read") from None
-    except (OSError, EOFError, zlib.error) as exc:
+    except InputRefused as exc:
+        raise TraceCorruptError(path, str(exc)) from None
+    except EOFError as exc:
         raise TraceCorruptError(path, f"damaged gzip data ({exc})") from None
     except UnicodeDecodeError as exc:
         raise TraceCorruptError(path, f"not UTF-8 text at byte {exc.start}") from None
@@ -1324,7 +1341,11 @@ def _read_doc(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bool]:
             "file is empty" if not text.strip() else f"invalid JSON at line {exc.lineno} column {exc.colno}"
         )
         raise TraceCorruptError(path, f"not a trace file: {what} ({exc.msg})") from None
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise TraceCorruptError(path, "not a trace file: JSON nested too deeply") from None
+    except MemoryError:
+        raise TraceCorruptError(path, "not enough memory to read this file") from None
+    except ValueError as exc:
         raise TraceCorruptError(path, f"not a trace file: {exc}") from None
     if not isinstance(doc, dict):
         raise TraceFormatError(path, f"not an inspector trace (top level is a JSON {type(doc).__name__})")
@@ -1379,6 +1400,7 @@ def _decode_lists(
     _expect(isinstance(encoded, list), "'lists' is not a list")
     lists: list[tuple[str, ...]] = []
     n_keys = len(keys) if keys is not None else 0
+    total = 0
     for i, entry in enumerate(encoded):
         _expect(isinstance(entry, list) and entry and type(entry[0]) is int, f"list {i} has no base")
         back = entry[0]
@@ -1413,6 +1435,9 @@ def _decode_lists(
             )
             out.extend(base[start : start + length])
             k += 2
+        total += len(out)
+        _expect(total <= MAX_LIST_ENTRIES, f"its message lists hold more than {MAX_LIST_ENTRIES:,} entries in all "
+                f"(by list {i}); refused, as a crafted file would be (INSPECTOR_MAX_TRACE_ENTRIES)")
         lists.append(tuple(out))
     return lists
 
@@ -1467,12 +1492,8 @@ def saved_kind(path: str | os.PathLike[str]) -> str | None:
     Reads only the head of the file (decompressed when gzipped): the format name is written first.
     """
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(4096)
-        if raw[:2] == _GZIP_MAGIC:
-            with gzip.open(path, "rb") as gz:
-                raw = gz.read(4096)
-    except (OSError, EOFError):
+        raw = read_head_inflated(path, 4096)
+    except (OSError, InputRefused):
         return None
     return saved_kind_of(raw)
 
