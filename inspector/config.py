@@ -99,6 +99,9 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     except ConfigProblem as exc:
         where = f"{path}: " if path is not None else ""
         raise ConfigError(f"{where}{exc}") from None
+    from inspector.llm.secrets import register_config
+
+    register_config(merged)  # its key variables (whatever their names) and keys are masked everywhere
     return merged
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from inspector.input_files import InputRefused, read_head_inflated
 
@@ -55,6 +56,12 @@ def output_problem(path: str, *, inputs: Iterable[str] = (), ours: Callable[[byt
             return "is one of the inputs of this command: choose another name (the inspector never writes to your data)"
     if os.path.isdir(target):
         return f"is a directory; give a file name {what}"
+    if os.path.exists(target) and not os.path.isfile(target):
+        import stat
+
+        mode = os.stat(target).st_mode
+        kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
+        return f"is {kind}, not a file; give a file name {what}"
     parent = os.path.dirname(target)
     if not os.path.isdir(parent):
         return f"the folder {parent} does not exist"
@@ -71,3 +78,62 @@ def output_problem(path: str, *, inputs: Iterable[str] = (), ours: Callable[[byt
             return ("exists and is not a file the inspector wrote: choose another name, or delete it first "
                     "if you mean to replace it")
     return None
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, mode: int | None = None,
+                 compress: bool = False, scrub: bool = True) -> Path:
+    """Write ``data`` to ``path`` so that ``path`` holds either its old content or all of ``data``.
+
+    The one way the inspector writes a file (traces, bundles, bookmarks, the HTML report, images,
+    transcripts, the summary cache): the bytes go to a new file in the destination folder, made
+    with an exclusive create (``O_EXCL``, never following a symlink) under an unpredictable name,
+    so no existing file, and nothing a symlink points to, is ever opened; they are flushed to
+    disk, and the new file is renamed over ``path``. Text has every known key masked first
+    (:func:`inspector.llm.secrets.mask_known`) unless ``scrub`` is False; ``compress`` gzips
+    (``mtime=0`` and no name, so the same data always gives the same bytes). The file keeps the
+    mode of the file it replaces, else ``mode`` (0644 unless given).
+    """
+    import gzip
+    import secrets as _random
+
+    target = Path(path)
+    if isinstance(data, str):
+        if scrub:
+            from inspector.llm.secrets import mask_known
+
+            data = mask_known(data)
+        data = data.encode("utf-8", "surrogatepass")
+    if compress:
+        data = gzip.compress(data, compresslevel=6, mtime=0)
+    folder = target.parent
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(16):
+        tmp = folder / f".{target.name}.{_random.token_hex(8)}.tmp"
+        try:
+            fd = os.open(tmp, flags, 0o600)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"{folder}: cannot create a temporary file")
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+            try:
+                keep = os.stat(target).st_mode & 0o777
+            except FileNotFoundError:
+                keep = 0o644 if mode is None else mode
+            os.fchmod(fd, keep)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return target

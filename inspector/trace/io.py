@@ -57,15 +57,12 @@ field, the values a column could not represent exactly. Faults, threads, notes a
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, asdict, fields, is_dataclass
 from itertools import accumulate
-from pathlib import Path
 from typing import Any
 
 from inspector.input_files import (
@@ -186,7 +183,11 @@ def _json_default(value: Any) -> Any:
 
 
 def _dumps(doc: dict[str, Any]) -> bytes:
+    from inspector.llm.secrets import mask_known
+
     text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+    # Whatever an engine put where (a note, a summary, its state), no known key reaches the file.
+    text = mask_known(text)
     # surrogatepass: a transcript decoded with errors="surrogateescape" must still save.
     return text.encode("utf-8", "surrogatepass")
 
@@ -1204,30 +1205,9 @@ def _encode_run(trace: Trace, index: dict[str, int]) -> dict[str, Any]:
 
 
 def _write_atomic(path: str | os.PathLike[str], data: bytes, *, compress: bool) -> None:
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            if compress:
-                # mtime=0 and no file name: the same trace always gives the same bytes.
-                with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0, compresslevel=6) as gz:
-                    gz.write(data)
-            else:
-                fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            mode = target.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mode = 0o644  # mkstemp makes 0600; a saved trace is an ordinary user document
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from inspector.outputs import write_atomic
+
+    write_atomic(path, data, compress=compress)
 
 
 def _version_for(traces: Iterable[Trace]) -> int:
