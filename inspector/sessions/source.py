@@ -107,20 +107,35 @@ def json_lines(text: str) -> list[str]:
     return lines
 
 
+# The start of the warning for a last line that has no newline yet and does not parse: a writer
+# is (or was) in the middle of it. ``follow`` does not record it (the next poll reads it whole).
+PENDING_LINE = "the last line is incomplete"
+
+
 def iter_jsonl(source: Source) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for every non-blank line; bad lines become warnings.
 
-    Raises :class:`ReaderError` when no line at all parses, naming the first bad line.
+    A last line without its newline that does not parse is pending, not malformed: its warning
+    starts with :data:`PENDING_LINE`. Raises :class:`ReaderError` when no line at all parses,
+    naming the first bad line.
     """
     first_error: tuple[int, str] | None = None
     good = 0
-    for lineno, line in enumerate(json_lines(source.text), start=1):
+    lines = json_lines(source.text)
+    unterminated = len(lines) if lines and not source.text.endswith("\n") else None
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except (ValueError, RecursionError) as exc:
             msg = _json_error(exc)
+            if lineno == unterminated:
+                source.warnings.append(f"line {lineno}: {PENDING_LINE} (no newline at its end yet: being written, "
+                                       "or cut short); not read")
+                if first_error is None:
+                    first_error = (lineno, f"{PENDING_LINE}: {msg}")
+                continue
             if first_error is None:
                 first_error = (lineno, msg)
             source.warnings.append(f"line {lineno}: skipped, not valid JSON ({msg})")
