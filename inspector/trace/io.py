@@ -1413,9 +1413,12 @@ def _decode_lists(
                 and start + length <= len(base),
                 f"list {i} copies {start!r}+{length!r} from a list of {len(base)}",
             )
+            total += length
+            _expect(total <= MAX_LIST_ENTRIES, f"its message lists hold more than {MAX_LIST_ENTRIES:,} entries in "
+                    f"all (by list {i}); refused, as a crafted file would be (INSPECTOR_MAX_TRACE_ENTRIES)")
             out.extend(base[start : start + length])
             k += 2
-        total += len(out)
+        total += n  # the literal items (a bound: copies were counted above)
         _expect(total <= MAX_LIST_ENTRIES, f"its message lists hold more than {MAX_LIST_ENTRIES:,} entries in all "
                 f"(by list {i}); refused, as a crafted file would be (INSPECTOR_MAX_TRACE_ENTRIES)")
         lists.append(tuple(out))
