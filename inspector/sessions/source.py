@@ -112,6 +112,20 @@ def json_lines(text: str) -> list[str]:
 PENDING_LINE = "the last line is incomplete"
 
 
+def _lines(text: str) -> Iterator[tuple[int, str, bool]]:
+    """``(line number, line, ends with a newline?)`` of :func:`json_lines`, one at a time: the
+    list of every line of a 150 MB transcript would double what reading it holds in memory."""
+    start, lineno, n = 0, 0, len(text)
+    while start < n:
+        end = text.find("\n", start)
+        lineno += 1
+        if end < 0:
+            yield lineno, text[start:], False
+            return
+        yield lineno, text[start:end], True
+        start = end + 1
+
+
 def iter_jsonl(source: Source) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for every non-blank line; bad lines become warnings.
 
@@ -121,16 +135,15 @@ def iter_jsonl(source: Source) -> Iterator[tuple[int, Any]]:
     """
     first_error: tuple[int, str] | None = None
     good = 0
-    lines = json_lines(source.text)
-    unterminated = len(lines) if lines and not source.text.endswith("\n") else None
-    for lineno, line in enumerate(lines, start=1):
+    text = source.text
+    for lineno, line, terminated in _lines(text):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except (ValueError, RecursionError) as exc:
             msg = _json_error(exc)
-            if lineno == unterminated:
+            if not terminated:
                 source.warnings.append(f"line {lineno}: {PENDING_LINE} (no newline at its end yet: being written, "
                                        "or cut short); not read")
                 if first_error is None:
