@@ -80,7 +80,7 @@ def output_problem(path: str, *, inputs: Iterable[str] = (), ours: Callable[[byt
     return None
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, mode: int | None = None,
+def write_atomic(path: str | os.PathLike[str], data: bytes | str | Iterable[str], *, mode: int | None = None,
                  compress: bool = False, scrub: bool = True) -> Path:
     """Write ``data`` to ``path`` so that ``path`` holds either its old content or all of ``data``.
 
@@ -89,22 +89,23 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, mode: int |
     with an exclusive create (``O_EXCL``, never following a symlink) under an unpredictable name,
     so no existing file, and nothing a symlink points to, is ever opened; they are flushed to
     disk, and the new file is renamed over ``path``. Text has every known key masked first
-    (:func:`inspector.llm.secrets.mask_known`) unless ``scrub`` is False; ``compress`` gzips
-    (``mtime=0`` and no name, so the same data always gives the same bytes). The file keeps the
-    mode of the file it replaces, else ``mode`` (0644 unless given).
+    (:func:`inspector.llm.secrets.mask_known`) unless ``scrub`` is False; text given as pieces
+    (an iterable of ``str``, each a whole JSON value or more) is encoded, compressed and written
+    piece by piece, so a large trace is never held twice in memory. ``compress`` gzips with no
+    time and no name in the header, so the same data always gives the same bytes. The file keeps
+    the mode of the file it replaces, else ``mode`` (0644 unless given).
     """
-    import gzip
     import secrets as _random
+    import zlib
 
     target = Path(path)
-    if isinstance(data, str):
-        if scrub:
-            from inspector.llm.secrets import mask_known
+    pieces: Iterable[bytes | str] = [data] if isinstance(data, (bytes, bytearray, str)) else data
+    mask: Callable[[str], str] = lambda text: text  # noqa: E731
+    if scrub:
+        from inspector.llm.secrets import mask_known, secret_values
 
-            data = mask_known(data)
-        data = data.encode("utf-8", "surrogatepass")
-    if compress:
-        data = gzip.compress(data, compresslevel=6, mtime=0)
+        known = secret_values()
+        mask = lambda text: mask_known(text, known)  # noqa: E731
     folder = target.parent
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     for _ in range(16):
@@ -116,11 +117,20 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, mode: int |
             continue
     else:
         raise FileExistsError(f"{folder}: cannot create a temporary file")
+
+    def put(chunk: bytes) -> None:
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view):]
+
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            squeeze = zlib.compressobj(6, zlib.DEFLATED, 31) if compress else None
+            for piece in pieces:
+                raw = mask(piece).encode("utf-8", "surrogatepass") if isinstance(piece, str) else bytes(piece)
+                put(squeeze.compress(raw) if squeeze is not None else raw)
+            if squeeze is not None:
+                put(squeeze.flush())
             os.fsync(fd)
             try:
                 keep = os.stat(target).st_mode & 0o777

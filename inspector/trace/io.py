@@ -60,7 +60,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import MISSING, asdict, fields, is_dataclass
 from itertools import accumulate
 from typing import Any
@@ -182,16 +182,35 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def _dumps(doc: dict[str, Any]) -> bytes:
-    from inspector.llm.secrets import mask_known
-
-    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=_json_default)
-    # Whatever an engine put where (a note, a summary, its state), no known key reaches the file.
-    text = mask_known(text)
-    # surrogatepass: a transcript decoded with errors="surrogateescape" must still save.
-    return text.encode("utf-8", "surrogatepass")
+_PIECE_ITEMS = 2000  # message-table entries per piece when a file is written piece by piece
 
 
+def _json_pieces(doc: dict[str, Any]) -> Iterator[str]:
+    """``json.dumps(doc)`` (compact, not ASCII-escaped) as consecutive pieces whose joined text is
+    exactly that: top-level values one by one, the message table a few thousand entries at a time,
+    so saving a 150 MB session's trace never builds its whole text (and then its bytes) at once."""
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_default).encode
+    yield "{"
+    for n, (key, value) in enumerate(doc.items()):
+        yield ("," if n else "") + dumps(key) + ":"
+        if type(value) is dict and len(value) > _PIECE_ITEMS:
+            items = list(value.items())
+            yield "{"
+            for start in range(0, len(items), _PIECE_ITEMS):
+                part = items[start:start + _PIECE_ITEMS]
+                yield ("," if start else "") + ",".join(dumps(k) + ":" + dumps(v) for k, v in part)
+            yield "}"
+        else:
+            yield dumps(value)
+    yield "}"
+
+
+def _dumps(doc: dict[str, Any]) -> Iterator[str]:
+    """The file's text, in pieces (:func:`_json_pieces`). No known key reaches the file, whatever
+    an engine put where (a note, a summary, its state): the writer masks them
+    (:func:`inspector.outputs.write_atomic`). Lone surrogates (a transcript decoded with
+    ``surrogateescape``) are written as they are (``surrogatepass``)."""
+    return _json_pieces(doc)
 
 
 def _common_prefix_len(a: Sequence[Any], b: Sequence[Any]) -> int:
@@ -1204,7 +1223,7 @@ def _encode_run(trace: Trace, index: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def _write_atomic(path: str | os.PathLike[str], data: bytes, *, compress: bool) -> None:
+def _write_atomic(path: str | os.PathLike[str], data: Iterable[str], *, compress: bool) -> None:
     from inspector.outputs import write_atomic
 
     write_atomic(path, data, compress=compress)
