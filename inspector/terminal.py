@@ -62,13 +62,25 @@ class SafeStream:
 
 @contextlib.contextmanager
 def safe_stderr() -> Iterator[None]:
-    """``sys.stderr`` as a :class:`SafeStream` for the duration (a command's run)."""
-    previous = sys.stderr
-    if previous is None or isinstance(previous, SafeStream):
-        yield
-        return
-    sys.stderr = SafeStream(previous)
+    """``sys.stderr`` as a :class:`SafeStream` for the duration (a command's run), and
+    ``sys.stdout`` too when it is a terminal (a pipe gets the exact data: ``--json`` stays what
+    the JSON encoder wrote)."""
+    saved = (sys.stdout, sys.stderr)
+    sys.stderr = _wrapped(sys.stderr)
+    if _is_terminal(sys.stdout):
+        sys.stdout = _wrapped(sys.stdout)
     try:
         yield
     finally:
-        sys.stderr = previous
+        sys.stdout, sys.stderr = saved
+
+
+def _wrapped(stream: Any) -> Any:
+    return stream if stream is None or isinstance(stream, SafeStream) else SafeStream(stream)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False

@@ -39,3 +39,20 @@ def test_commands_print_errors_with_data_escaped(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "\x1b" not in err and "\x07" not in err and "\\x1b]0;PWNED" in err
     assert sys.stderr is before
+
+
+def test_stdout_is_made_safe_only_when_it_is_a_terminal(monkeypatch) -> None:
+    import io
+    import sys
+
+    from inspector.terminal import safe_stderr
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, expected in ((Tty(), "\\x1b[2J table\n"), (io.StringIO(), "\x1b[2J table\n")):
+        monkeypatch.setattr(sys, "stdout", stream)
+        with safe_stderr():
+            print("\x1b[2J table")
+        assert sys.stdout is stream and stream.getvalue() == expected  # a pipe gets the exact bytes

@@ -110,27 +110,29 @@ _MEASURE = """
 import resource, sys, time
 t = time.perf_counter()
 {body}
-print(f"{{time.perf_counter() - t:.2f}} {{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2:.2f}}",
-      file=sys.stderr)
+u = resource.getrusage(resource.RUSAGE_SELF)
+print(f"{{time.perf_counter() - t:.2f}} {{u.ru_maxrss / 1024**2:.2f}} {{u.ru_utime + u.ru_stime:.2f}}", file=sys.stderr)
 """
 
 
-def _run(body: str, label: str, profile: str | None = None) -> tuple[float, float]:
-    """Run ``body`` in a fresh interpreter: (seconds, peak RSS in GiB)."""
+def _run(body: str, label: str, profile: str | None = None) -> tuple[float, float, float]:
+    """Run ``body`` in a fresh interpreter: (wall seconds, peak RSS in GiB, CPU seconds).
+
+    On a shared machine the wall clock includes waiting for a core; the CPU time does not."""
     code = _MEASURE.format(body=body)
     cmd = [sys.executable, "-c", code]
     if profile:
         cmd = [sys.executable, "-m", "pyinstrument", "-o", profile, "-r", "text", "-c", code]
     proc = subprocess.run(cmd, capture_output=True, text=True)
-    last = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()][-1:] or ["nan nan"]
+    last = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()][-1:] or ["nan nan nan"]
     try:
-        seconds, gib = (float(x) for x in last[0].split()[:2])
+        seconds, gib, cpu = (float(x) for x in last[0].split()[:3])
     except ValueError:
         print(f"{label}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
-        return float("nan"), float("nan")
+        return float("nan"), float("nan"), float("nan")
     if proc.returncode:
         print(f"{label}: exit {proc.returncode}\n{proc.stderr[-2000:]}", file=sys.stderr)
-    return seconds, gib
+    return seconds, gib, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,11 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if os.path.exists(trace):
             print(f"trace: {os.path.getsize(trace) / 1024**2:.1f} MB")
-        print(f"{'step':<14}{'seconds':>9}{'peak GiB':>10}   target")
-        for name, (seconds, gib), target in rows:
+        print(f"{'step':<14}{'seconds':>9}{'CPU s':>8}{'peak GiB':>10}   target")
+        for name, (seconds, gib, cpu), target in rows:
             goal = "" if target is None else f"≤ {target[0]:g} s" + (f", ≤ {target[1]:g} GiB" if target[1] else "")
             ratio = "" if target is None else f"  (×{seconds / target[0]:.2f} of the time target)"
-            print(f"{name:<14}{seconds:>9.2f}{gib:>10.2f}   {goal}{ratio}")
+            print(f"{name:<14}{seconds:>9.2f}{cpu:>8.2f}{gib:>10.2f}   {goal}{ratio}")
         if args.profile:
             print(f"profiles: {folder}/*.prof.txt")
     finally:
