@@ -1529,6 +1529,10 @@ def load_trace(path: str | os.PathLike[str], *, verify: bool = False) -> Trace:
         return _decode_run(doc, messages, tokens, keys)
     except _DECODE_ERRORS as exc:
         raise TraceCorruptError(path, f"corrupt trace: {_describe(exc)}") from None
+    except RecursionError:
+        raise TraceCorruptError(path, "corrupt trace: a value is nested too deeply") from None
+    except MemoryError:
+        raise TraceCorruptError(path, "not enough memory to load this trace") from None
 
 
 def load_bundle(path: str | os.PathLike[str], *, verify: bool = False) -> tuple[list[Trace], dict[str, Any]]:
@@ -1561,6 +1565,10 @@ def load_bundle(path: str | os.PathLike[str], *, verify: bool = False) -> tuple[
         return traces, meta
     except _DECODE_ERRORS as exc:
         raise TraceCorruptError(path, f"corrupt comparison bundle: {_describe(exc)}") from None
+    except RecursionError:
+        raise TraceCorruptError(path, "corrupt comparison bundle: a value is nested too deeply") from None
+    except MemoryError:
+        raise TraceCorruptError(path, "not enough memory to load this comparison") from None
 
 
 def _describe(exc: BaseException) -> str:
