@@ -85,8 +85,11 @@ def main(argv: list[str] | None = None) -> int:
 
         wake_main_thread_on_timeout()  # headless: hooks run on this thread
         _exit_cleanly_on_sigterm()
+        from inspector.terminal import safe_stderr
+
         try:
-            return int(module.run(args) or 0)
+            with safe_stderr():  # data quoted in errors, faults and notes cannot drive the terminal
+                return int(module.run(args) or 0)
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             return 130

@@ -14,6 +14,9 @@ from typing import Any
 import yaml
 
 from inspector import yaml_safe
+from inspector.input_files import InputRefused, read_capped
+
+MAX_CONFIG_BYTES = 16 * 1024**2  # Hermes' config.yaml is a few KB; a FIFO or a device is refused outright
 
 DEFAULTS: dict[str, Any] = {
     # No context_length: like Hermes, a config without one gets the model's known window (§8.3).
@@ -68,9 +71,13 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     if path is not None:
         p = Path(path)
         try:
-            text = p.read_text(encoding="utf-8")
+            text = read_capped(p, MAX_CONFIG_BYTES).decode("utf-8")
         except OSError as exc:
             raise ConfigError(f"{p}: cannot read config: {exc.strerror or exc}") from exc
+        except InputRefused as exc:
+            raise ConfigError(f"{p}: cannot read config: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{p}: cannot read config: not UTF-8 text at byte {exc.start}") from None
         try:
             loaded = yaml_safe.load(text)
         except yaml.YAMLError as exc:
@@ -95,6 +102,9 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     except ConfigProblem as exc:
         where = f"{path}: " if path is not None else ""
         raise ConfigError(f"{where}{exc}") from None
+    from inspector.llm.secrets import register_config
+
+    register_config(merged)  # its key variables (whatever their names) and keys are masked everywhere
     return merged
 
 

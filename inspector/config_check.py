@@ -121,8 +121,38 @@ def _ttl_note(config: dict[str, Any], ttl: Any) -> str | None:
     return ttl_warning(profile, ttl)
 
 
+def _non_finite(node: Any, dotted: str = "", depth: int = 0) -> str | None:
+    """The dotted key of the first number that is infinite or not a number (``.inf``, ``.nan``,
+    ``"1e999"`` where a number is read): every range check passes them and the first ``int()``
+    of a threshold fails, so no run can use them."""
+    if depth > 64:
+        return None
+    if isinstance(node, float) and not math.isfinite(node):
+        return dotted or "(top level)"
+    if isinstance(node, str) and HERMES_KEYS.get(dotted, ("",))[0] in ("num", "int"):
+        try:
+            return None if math.isfinite(float(node)) else dotted
+        except (ValueError, OverflowError):
+            return None
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found = _non_finite(value, f"{dotted}.{key}" if dotted else str(key), depth + 1)
+            if found:
+                return found
+    elif isinstance(node, list):
+        for k, value in enumerate(node):
+            found = _non_finite(value, f"{dotted}[{k}]", depth + 1)
+            if found:
+                return found
+    return None
+
+
 def check_config(config: dict[str, Any]) -> list[str]:
     """Warnings about ``config``; raises :class:`ConfigProblem` for what no run can use."""
+    bad = _non_finite(config)
+    if bad:
+        _, value = _get(config, bad) if "[" not in bad else (True, "a list item")
+        raise ConfigProblem(f"{bad}: {value!r} is not a finite number")
     for dotted in SECTIONS:
         present, value = _get(config, dotted)
         if present and not isinstance(value, dict):

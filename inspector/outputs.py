@@ -9,24 +9,18 @@ command with the same ``--out`` means, overwriting anything else is data loss.
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from inspector.input_files import InputRefused, read_head_inflated
 
 HEAD_BYTES = 4096
 
 
 def file_head(path: str, size: int = HEAD_BYTES) -> bytes:
     """The first ``size`` bytes of ``path``, decompressed when it is gzipped."""
-    with open(path, "rb") as fh:
-        raw = fh.read(size)
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as gz:
-                return gz.read(size)
-        except (OSError, EOFError):
-            return raw
-    return raw
+    return read_head_inflated(path, size)
 
 
 def is_saved_file(head: bytes) -> bool:
@@ -62,6 +56,12 @@ def output_problem(path: str, *, inputs: Iterable[str] = (), ours: Callable[[byt
             return "is one of the inputs of this command: choose another name (the inspector never writes to your data)"
     if os.path.isdir(target):
         return f"is a directory; give a file name {what}"
+    if os.path.exists(target) and not os.path.isfile(target):
+        import stat
+
+        mode = os.stat(target).st_mode
+        kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
+        return f"is {kind}, not a file; give a file name {what}"
     parent = os.path.dirname(target)
     if not os.path.isdir(parent):
         return f"the folder {parent} does not exist"
@@ -72,7 +72,78 @@ def output_problem(path: str, *, inputs: Iterable[str] = (), ours: Callable[[byt
             head = file_head(target)
         except OSError as exc:
             return f"exists and cannot be read ({exc.strerror or exc})"
+        except InputRefused as exc:
+            return str(exc)
         if not ours(head):
             return ("exists and is not a file the inspector wrote: choose another name, or delete it first "
                     "if you mean to replace it")
     return None
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes | str | Iterable[str], *, mode: int | None = None,
+                 compress: bool = False, scrub: bool = True) -> Path:
+    """Write ``data`` to ``path`` so that ``path`` holds either its old content or all of ``data``.
+
+    The one way the inspector writes a file (traces, bundles, bookmarks, the HTML report, images,
+    transcripts, the summary cache): the bytes go to a new file in the destination folder, made
+    with an exclusive create (``O_EXCL``, never following a symlink) under an unpredictable name,
+    so no existing file, and nothing a symlink points to, is ever opened; they are flushed to
+    disk, and the new file is renamed over ``path``. Text has every known key masked first
+    (:func:`inspector.llm.secrets.mask_known`) unless ``scrub`` is False; text given as pieces
+    (an iterable of ``str``, each a whole JSON value or more) is encoded, compressed and written
+    piece by piece, so a large trace is never held twice in memory. ``compress`` gzips with no
+    time and no name in the header, so the same data always gives the same bytes. The file keeps
+    the mode of the file it replaces, else ``mode`` (0644 unless given).
+    """
+    import secrets as _random
+    import zlib
+
+    target = Path(path)
+    pieces: Iterable[bytes | str] = [data] if isinstance(data, (bytes, bytearray, str)) else data
+    mask: Callable[[str], str] = lambda text: text  # noqa: E731
+    if scrub:
+        from inspector.llm.secrets import mask_known, secret_values
+
+        known = secret_values()
+        mask = lambda text: mask_known(text, known)  # noqa: E731
+    folder = target.parent
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(16):
+        tmp = folder / f".{target.name}.{_random.token_hex(8)}.tmp"
+        try:
+            fd = os.open(tmp, flags, 0o600)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"{folder}: cannot create a temporary file")
+
+    def put(chunk: bytes) -> None:
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view):]
+
+    try:
+        try:
+            squeeze = zlib.compressobj(6, zlib.DEFLATED, 31) if compress else None
+            for piece in pieces:
+                raw = mask(piece).encode("utf-8", "surrogatepass") if isinstance(piece, str) else bytes(piece)
+                put(squeeze.compress(raw) if squeeze is not None else raw)
+            if squeeze is not None:
+                put(squeeze.flush())
+            os.fsync(fd)
+            try:
+                keep = os.stat(target).st_mode & 0o777
+            except FileNotFoundError:
+                keep = 0o644 if mode is None else mode
+            os.fchmod(fd, keep)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return target

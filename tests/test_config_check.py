@@ -3,6 +3,8 @@ what Hermes would silently ignore, and a near-miss key name is pointed out."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from inspector.config import ConfigError, config_warnings, load_config, parse_set_option
@@ -97,3 +99,21 @@ def test_a_usage_mode_that_names_nothing_is_one_error():
     with pytest.raises(ConfigError, match="inspector.usage: 'bogus' is not one of calibrated, tokenizer, recorded"):
         load_config(None, {"inspector": {"usage": "bogus"}})
     assert load_config(None, {"inspector": {"usage": "recorded"}})["inspector"]["usage"] == "recorded"
+
+
+@pytest.mark.parametrize("where, value", [("compression.threshold", float("inf")), ("compression.threshold", "1e999"),
+                                          ("compression.target_ratio", float("-inf")),
+                                          ("model.context_length", float("nan"))])
+def test_a_number_that_is_not_finite_is_an_error_naming_its_key(where, value):
+    # Every range check passes inf and nan (comparisons with nan are all false); the engine's
+    # first int() of the threshold would then fail in the middle of a replay.
+    section, key = where.split(".")
+    with pytest.raises(ConfigError, match=rf"{re.escape(where)}: .* is not a finite number"):
+        load_config(None, {section: {key: value}})
+
+
+def test_a_non_finite_number_in_a_file_names_the_file_and_line(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("compression:\n  threshold: .inf\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}: .*line 2: compression.threshold: '.inf' is not a finite number$"):
+        load_config(path)

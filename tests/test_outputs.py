@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import os
 from pathlib import Path
 
+import pytest
+
 from inspector.cli import main
+from inspector.outputs import output_problem
 
 
 def _session(path: Path) -> Path:
@@ -51,3 +56,68 @@ def test_a_database_and_its_side_files_are_inputs(tmp_path: Path, capsys) -> Non
     assert main(["replay", f"{db}#s1", "--out", str(db), "--quiet"]) == 2
     assert main(["replay", f"{db}#s1", "--out", f"{db}-wal", "--quiet"]) == 2
     assert "is one of the inputs" in capsys.readouterr().err and _digest(db) == before
+
+
+def test_write_atomic_replaces_the_file_whole_and_leaves_no_temporary(tmp_path: Path) -> None:
+    from inspector.outputs import write_atomic
+
+    target = tmp_path / "report.html"
+    target.write_text("old", encoding="utf-8")
+    target.chmod(0o640)
+    write_atomic(target, "<!doctype html>new")
+    assert target.read_text(encoding="utf-8") == "<!doctype html>new"
+    assert target.stat().st_mode & 0o777 == 0o640  # the replaced file's mode is kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+    write_atomic(tmp_path / "t.json.gz", b'{"a": 1}', compress=True)
+    assert gzip.decompress((tmp_path / "t.json.gz").read_bytes()) == b'{"a": 1}'
+
+
+def test_write_atomic_never_touches_an_old_fixed_temporary_name_or_a_symlink_target(tmp_path: Path) -> None:
+    # The old report writer wrote through ".NAME.tmp": a user file of that name was overwritten
+    # and a symlink there was followed.
+    from inspector.outputs import write_atomic
+
+    precious = tmp_path / "precious.txt"
+    precious.write_text("mine", encoding="utf-8")
+    (tmp_path / ".report.html.tmp").symlink_to(precious)
+    user_file = tmp_path / ".trace.json.tmp"
+    user_file.write_text("also mine", encoding="utf-8")
+    write_atomic(tmp_path / "report.html", "<!doctype html>x")
+    write_atomic(tmp_path / "trace.json", "{}")
+    assert precious.read_text(encoding="utf-8") == "mine" and user_file.read_text(encoding="utf-8") == "also mine"
+    assert (tmp_path / ".report.html.tmp").is_symlink()
+
+
+def test_write_atomic_names_are_unpredictable_and_a_failed_write_leaves_the_old_file(tmp_path: Path, monkeypatch) -> None:
+    from inspector import outputs
+
+    seen: list[str] = []
+    real_open = os.open
+
+    def spy(path, flags, mode=0o777):
+        seen.append(os.path.basename(path))
+        assert flags & os.O_EXCL and flags & os.O_NOFOLLOW
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(os, "open", spy)
+    outputs.write_atomic(tmp_path / "a.png", b"1")
+    outputs.write_atomic(tmp_path / "a.png", b"2")
+    assert len(set(seen)) == 2 and all(name.startswith(".a.png.") for name in seen)
+    monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    with pytest.raises(OSError):
+        outputs.write_atomic(tmp_path / "a.png", b"3")
+    assert (tmp_path / "a.png").read_bytes() == b"2" and sorted(p.name for p in tmp_path.iterdir()) == ["a.png"]
+
+
+def test_write_atomic_masks_known_keys_in_text(tmp_path: Path, monkeypatch) -> None:
+    from inspector.outputs import write_atomic
+
+    monkeypatch.setenv("SOME_SERVICE_API_KEY", "kq-7c1d9e2f4a6b8")
+    write_atomic(tmp_path / "x.json", '{"note": "echoed kq-7c1d9e2f4a6b8"}')
+    assert (tmp_path / "x.json").read_text(encoding="utf-8") == '{"note": "echoed ***"}'
+
+
+def test_special_files_are_refused_as_outputs_heads(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert "named pipe" in (output_problem(str(fifo)) or "")

@@ -24,6 +24,7 @@ from inspector.compare.plot_layout import legend_layout, turn_tick_labels
 from inspector.compare.runs import Comparison, RunResult
 from inspector.compare.table import RUN_COLORS, format_delta, format_value, summary_table
 from inspector.host.replay import models_differ
+from inspector.outputs import write_atomic
 from inspector.trace.diff import OP_EQUAL, diff_messages, message_text
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -501,6 +502,6 @@ def write_html_report(comparison: Comparison, path: str | os.PathLike[str], *, t
     ``data:`` SVG images only, transcript text escaped throughout.
     """
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(render_html_report(comparison, title=title), encoding="utf-8", errors="replace")
-    os.replace(tmp, target)
+    # errors="replace" as before: a lone surrogate from a transcript becomes "?" in the report
+    page = render_html_report(comparison, title=title).encode("utf-8", errors="replace").decode("utf-8")
+    write_atomic(target, page)

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from inspector.engines.compressor_prune import (
 )
 from inspector.engines.redact import redact_sensitive_text
 from inspector.llm.secrets import scrub_text
+from inspector.outputs import write_atomic
 
 # --------------------------------------------------------------------------------------------
 # Prefixes and markers
@@ -645,10 +645,9 @@ def cache_put(key: str, content: str, *, model: str = "") -> None:
     directory = cache_dir()
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            # the model label may carry the endpoint URL, and with it ``user:pass@``
-            json.dump({"model": scrub_text(model), "content": content}, fh, ensure_ascii=False)
-        os.replace(tmp, directory / f"{key}.json")
+        # the model label may carry the endpoint URL, and with it ``user:pass@``; known keys in
+        # the content (an echoed error) are masked as the file is written
+        text = json.dumps({"model": scrub_text(model), "content": content}, ensure_ascii=False)
+        write_atomic(directory / f"{key}.json", text, mode=0o600)
     except OSError:
         return

@@ -91,8 +91,12 @@ def create_sandbox(config: dict[str, Any], *, real_home: str | Path | None = Non
         return Sandbox(path=path, temporary=False, baseline=_snapshot(path), user_home=mirror)
     mirror = make_mirror(None, _LIVE)  # the sandbox is the mirror's .hermes: ~/.hermes/.. stays private
     path = mirror / ".hermes"
-    text = yaml.safe_dump(_plain(config), sort_keys=False, allow_unicode=True)
-    (path / CONFIG_NAME).write_text(text, encoding="utf-8")  # may hold an API key: the folder is 0700
+    from inspector.llm.secrets import public_value
+
+    # Without its keys: a copy with a key would outlive a crash or a SIGKILL in the temp folder.
+    # The endpoints' keys reach the calls from the config in memory, never from this file.
+    text = yaml.safe_dump(_plain(public_value(config, drop=True)), sort_keys=False, allow_unicode=True)
+    (path / CONFIG_NAME).write_text(text, encoding="utf-8")
     return Sandbox(path=path, temporary=True, baseline=_snapshot(path), user_home=mirror)
 
 

@@ -39,7 +39,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from inspector.llm.secrets import scrub_text
+from inspector.llm.secrets import mask_known, scrub_text
 from inspector.terminal import printable
 
 EVENT_CHARS = 4_000
@@ -190,6 +190,11 @@ class _Tee:
             # A logging handler writing a record the router records anyway: not twice.
             if caller.f_code is not _STREAM_EMIT or not _ROUTER.takes(caller.f_locals.get("record")):
                 out.add(text)
+            self._stream.write(scrub_text(text, *out.run.secrets))  # engine output: masked on the terminal too
+            return len(text)
+        if type(text) is str and text:
+            self._stream.write(mask_known(text))  # any other text: known keys (and their encodings) masked
+            return len(text)
         return self._stream.write(text)
 
     def writelines(self, lines: Any) -> None:

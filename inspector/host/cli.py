@@ -393,7 +393,7 @@ def print_faults(traces: list, names: list[str], out=None) -> None:
             first, message = rows[0], rows[0]["message"]
             where = f"event {first['event']}" + (f", turn {first['turn']}" if first["turn"] is not None else "")
             times = f" (×{len(rows):,}, last at event {rows[-1]['event']})" if len(rows) > 1 else ""
-            out.write(f"  {where}, {hook}: {kind}: {' '.join(message.split())[:300]}{times}\n")
+            out.write(f"  {where}, {hook}: {kind}: {printable(' '.join(message.split())[:300])}{times}\n")
             if first.get("where"):
                 out.write(f"    at {first['where']}\n")
             output = trace.events[first["event"]].output

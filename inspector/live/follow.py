@@ -52,6 +52,7 @@ from inspector.host.replay import (
 from inspector.live import DEFAULT_SETTLE_SECONDS
 from inspector.live.session import activated, is_builtin_engine, load_named_engine, snapshot_trace
 from inspector.sessions.model import ApiCall, ReaderError, Session, Turn, wire_message
+from inspector.sessions.source import PENDING_LINE
 from inspector.trace.model import Trace
 
 UpdateFn = Callable[[Trace, int], None]
@@ -361,6 +362,8 @@ class Follower:
         """What the reader had to skip (a torn line in the middle, say), once each, as replay shows it."""
         assert self.host is not None
         for warning in session.warnings:
+            if PENDING_LINE in warning:  # a line being written: read whole at a later poll, not a damage
+                continue
             if warning not in self._warned:
                 self._warned.add(warning)
                 self.host.note(f"reading the source: {warning}")

@@ -31,7 +31,7 @@ from typing import Any
 
 from inspector.config import cfg_get
 from inspector.host.responders import ProviderResponse
-from inspector.llm.secrets import scrub_strings, scrub_text
+from inspector.llm.secrets import StreamScrubber, scrub_strings
 from inspector.usage import normalize_usage
 
 NO_KEY_PLACEHOLDER = "not-needed"
@@ -303,6 +303,7 @@ class _Reply:
     finish_reason: str | None = None
     usage: Any = None
     model: str | None = None
+    shown: StreamScrubber | None = None  # masks a key split over deltas before it is shown
 
     def message(self) -> dict[str, Any]:
         text = "".join(self.text)
@@ -549,6 +550,7 @@ class LiveResponder:
                 if kind == "error":
                     raise item
                 if kind == "end":
+                    self._show(reply, None)
                     break
                 chunks += 1
                 self._absorb(reply, item)
@@ -560,6 +562,20 @@ class LiveResponder:
         if reply.finish_reason is None and reply.usage is None:
             raise _IncompleteStream("no finish reason before the stream ended")
         return reply
+
+    def _show(self, reply: _Reply, text: str | None) -> None:
+        """Hand a delta to the view as it streams, masked; a key split over deltas is held back
+        until it is whole (and masked); ``None`` ends the stream and shows what was held."""
+        if self._on_delta is None:
+            return
+        if reply.shown is None:
+            reply.shown = StreamScrubber(os.environ.get(self.settings.api_key_env or ""))
+        try:
+            shown = reply.shown.flush() if text is None else reply.shown.feed(text)
+            if shown:
+                self._on_delta(shown)
+        except Exception:
+            pass
 
     def _absorb(self, reply: _Reply, chunk: Any) -> None:
         usage = getattr(chunk, "usage", None)
@@ -576,11 +592,7 @@ class LiveResponder:
                 text = getattr(delta, "content", None)
                 if isinstance(text, str) and text:
                     reply.text.append(text)
-                    if self._on_delta is not None:
-                        try:  # shown as it streams: a key echoed whole in one delta is masked on screen too
-                            self._on_delta(scrub_text(text, os.environ.get(self.settings.api_key_env or "")))
-                        except Exception:
-                            pass
+                    self._show(reply, text)
                 thought = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
                 if isinstance(thought, str) and thought:
                     reply.reasoning.append(thought)

@@ -13,7 +13,6 @@ import contextlib
 import copy
 import json
 import os
-import tempfile
 import threading
 import time
 import uuid
@@ -26,6 +25,7 @@ from inspector.host.host import Host
 from inspector.host.replay import engine_meta, make_counter, make_simulator, public_config
 from inspector.live.responder import DeltaFn, LiveError, LiveResponder, LiveSettings, NoticeFn
 from inspector.llm.secrets import scrub_text
+from inspector.outputs import write_atomic
 from inspector.trace.model import Trace
 
 LIVE_DIFFERENCES = [
@@ -294,16 +294,7 @@ class LiveSession:
         target = Path(path)
         text = "\n".join(self.transcript_lines()) + "\n"
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=str(target.parent))
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        return target
+        return write_atomic(target, text)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def close(self) -> Trace:

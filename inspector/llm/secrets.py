@@ -1,14 +1,18 @@
-"""Keeping API keys out of everything the inspector records.
+"""Keeping API keys out of everything the inspector records, prints or writes.
 
 Some servers and proxies echo the request (``Authorization: Bearer …``) in their error bodies,
-and engines copy error text into notes and even into summaries that join the conversation. So
-error text from an endpoint is scrubbed before anyone sees it: the values of the key variables
-in the environment (and the key the call used) are replaced, then the generic key patterns
-Hermes redacts are applied.
+engines copy error text into notes and even into summaries that join the conversation, and an
+engine may print ``os.environ``. So every text that leaves the process is scrubbed here, the one
+scrubber: the values of the key variables (named like keys, or named by a loaded config's
+``*_key_env`` setting whatever their name, e.g. ``api_key_env: LOCALTOKEN``), the keys a config
+holds and the key a call used are replaced, also in their base64 (at any alignment, so inside a
+Basic auth header too) and hex forms; then auth headers and the generic key patterns Hermes
+redacts are masked. :class:`StreamScrubber` does the same for text that arrives in pieces.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from typing import Any
@@ -19,23 +23,141 @@ from inspector.engines.redact import redact_sensitive_text
 _SECRET_NAME = re.compile(r"(?:API_KEY|_KEY|_TOKEN|_SECRET|PASSWORD)$", re.I)
 _MIN_SECRET = 8  # shorter values ("1", "true") would scrub ordinary words
 MASK = "***"
+# What loaded configs named: variables that hold a key, and keys written in the config itself.
+_KEY_ENVS: set[str] = set()
+_CONFIG_KEYS: set[str] = set()
+_forms_cache: dict[str, tuple[str, ...]] = {}
+# An auth header's credential, whatever its scheme (Basic, Bearer, Token, Digest, none).
+_AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*[\"']?(?>(?:(?:basic|bearer|token|digest)\s+)?))"
+                          r"(?!\[REDACTED|\*\*\*)[^\s\"',;]{6,}")
+_BASIC = re.compile(r"(?i)\b(basic\s+)(?!\*\*\*)[A-Za-z0-9+/]{8,}={0,2}")
+
+
+def key_env_names(config: Any) -> list[str]:
+    """Names of the environment variables a config says hold a key (``api_key_env``,
+    ``auxiliary.compression.api_key_env``, ``inspector.live.api_key_env``, …; any depth)."""
+    found: list[str] = []
+
+    def walk(node: Any, depth: int = 0) -> None:
+        if depth > 32 or not isinstance(node, dict):
+            return
+        for k, v in node.items():
+            name = str(k)
+            if name.lower().endswith("_env") and is_secret_name(name[:-4]) and isinstance(v, str) and v.strip():
+                found.append(v.strip())
+            elif isinstance(v, dict):
+                walk(v, depth + 1)
+            elif isinstance(v, list):
+                for item in v:
+                    walk(item, depth + 1)
+
+    walk(config)
+    return found
+
+
+def register_config(config: Any) -> None:
+    """Remember what ``config`` names as secret for the rest of the process (called by
+    :func:`inspector.config.load_config`), so every scrub masks those values too."""
+    _KEY_ENVS.update(key_env_names(config))
+    _CONFIG_KEYS.update(v.strip() for v in config_secrets(config))
 
 
 def secret_values(*extra: str | None) -> list[str]:
-    """Credential values to hide: the given keys and every key-like environment variable."""
+    """Credential values to hide: the given keys, every key-like environment variable, the
+    variables loaded configs name as holding a key, and keys written in loaded configs."""
     values = {v.strip() for v in extra if isinstance(v, str)}
-    values.update(v.strip() for k, v in os.environ.items() if _SECRET_NAME.search(k))
+    values.update(v.strip() for k, v in os.environ.items() if k in _KEY_ENVS or _SECRET_NAME.search(k))
+    values.update(_CONFIG_KEYS)
     return sorted((v for v in values if len(v) >= _MIN_SECRET), key=len, reverse=True)
 
 
-def scrub_text(text: str, *extra: str | None) -> str:
-    """``text`` with known key values and key-shaped tokens masked."""
+def encoded_forms(value: str) -> tuple[str, ...]:
+    """``value`` and the forms it takes when encoded: hex (both cases) and the part of its
+    base64 (standard and URL-safe) that is the same wherever it starts in the encoded data, for
+    each of the three alignments: so a key inside a base64 blob or a Basic auth header is found."""
+    cached = _forms_cache.get(value)
+    if cached is not None:
+        return cached
+    raw = value.encode("utf-8", "surrogatepass")
+    forms = {value, raw.hex(), raw.hex().upper()}
+    for skip in range(3):
+        core = raw[skip:]
+        core = core[: len(core) // 3 * 3]
+        if len(core) >= 6:
+            forms.add(base64.b64encode(core).decode("ascii"))
+            forms.add(base64.urlsafe_b64encode(core).decode("ascii"))
+    out = tuple(sorted(forms, key=len, reverse=True))
+    if len(_forms_cache) > 1000:
+        _forms_cache.clear()
+    _forms_cache[value] = out
+    return out
+
+
+def mask_known(text: str, values: list[str] | None = None) -> str:
+    """``text`` with every known key value, in any of its :func:`encoded_forms`, replaced by
+    ``***``: fast (substring tests only), for whole files as they are written."""
     if not isinstance(text, str) or not text:
         return text
-    for value in secret_values(*extra):
-        if value in text:
-            text = text.replace(value, MASK)
-    return redact_sensitive_text(text, force=True, redact_url_credentials=True)
+    for value in secret_values() if values is None else values:
+        for form in encoded_forms(value):
+            if form in text:
+                text = text.replace(form, MASK)
+    return text
+
+
+def scrub_text(text: str, *extra: str | None) -> str:
+    """``text`` with known key values (plain, base64, hex), auth header credentials and
+    key-shaped tokens masked."""
+    if not isinstance(text, str) or not text:
+        return text
+    text = mask_known(text, secret_values(*extra))
+    text = redact_sensitive_text(text, force=True, redact_url_credentials=True)
+    text = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, text)
+    return _BASIC.sub(lambda m: m.group(1) + MASK, text)
+
+
+class StreamScrubber:
+    """:func:`scrub_text` for text that arrives in pieces (a streamed reply, engine output):
+    a key split over two pieces must not show as two harmless halves.
+
+    ``feed`` returns what is safe to show now and keeps back the tail that could still turn
+    into a key: the last word (a key has no spaces; up to ``HOLD`` characters) and any ending
+    that begins a known key or one of its forms. ``flush`` returns the rest at the end.
+    """
+
+    HOLD = 4096
+
+    def __init__(self, *extra: str | None) -> None:
+        self._extra = extra
+        self._pending = ""
+
+    def feed(self, piece: str) -> str:
+        if not piece:
+            return ""
+        text = self._pending + piece
+        values = secret_values(*self._extra)
+        text = mask_known(text, values)
+        cut = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t")) + 1
+        if len(text) - cut > self.HOLD:  # one very long word: keep back only a possible key start
+            cut = len(text) - self._key_prefix(text, values)
+        self._pending = text[cut:]
+        return scrub_text(text[:cut], *self._extra) if cut else ""
+
+    def flush(self) -> str:
+        text, self._pending = self._pending, ""
+        return scrub_text(text, *self._extra)
+
+    @staticmethod
+    def _key_prefix(text: str, values: list[str]) -> int:
+        """Length of the longest ending of ``text`` that a known key (or form) starts with."""
+        best = 0
+        for value in values:
+            for form in encoded_forms(value):
+                for k in range(min(len(form) - 1, len(text)), best, -1):
+                    if form.startswith(text[-k:]):
+                        best = k
+                        break
+        return best
 
 
 def _scrub_value(value: Any, secrets: tuple[str | None, ...], depth: int = 0) -> Any:

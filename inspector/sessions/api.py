@@ -77,7 +77,9 @@ def load_session(path_or_spec: str | os.PathLike[str], *, format: str | None = N
         session = reader(source, session_id)
     except ReaderError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+    except MemoryError:
+        raise ReaderError("not enough memory to read this file", path=path) from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError, OverflowError) as exc:
         # The content does not have the shape this format promises (wrong --format, or damage).
         raise ReaderError(f"not a valid {fmt} file ({type(exc).__name__}: {exc})", path=path) from None
     if format is not None and not session.messages:
@@ -135,7 +137,9 @@ def list_sessions(
             return rows
         except ReaderError:
             raise
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+        except MemoryError:
+            raise ReaderError("not enough memory to read this file", path=path) from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError, OverflowError) as exc:
             raise ReaderError(f"not a valid {fmt} file ({type(exc).__name__}: {exc})", path=path) from None
     session = load_session(path, format=fmt)
     if warnings is not None:

@@ -31,7 +31,10 @@ def parse_timestamp(value: Any) -> float | None:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        v = float(value)
+        try:
+            v = float(value)
+        except OverflowError:  # a 400-digit integer is no time at all
+            return None
         if not math.isfinite(v) or v < 0:
             return None
         return v / 1000.0 if v > 1e11 else v
@@ -223,8 +226,45 @@ def default_api_calls(session: Session, model: str | None = None) -> list[ApiCal
     return calls
 
 
+def _strings_of(message: dict[str, Any]) -> list[str]:
+    """The strings of a message a tokenizer will be given (content, its parts, tool arguments)."""
+    out: list[str] = []
+    content = message.get("content")
+    if isinstance(content, str):
+        out.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict):
+                out.extend(v for v in part.values() if isinstance(v, str))
+    for call in message.get("tool_calls") or ():
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+            out.append(fn["arguments"])
+    return out
+
+
+def refuse_huge_values(session: Session) -> None:
+    """A :class:`ReaderError` naming the message (and its line or row) whose text is longer than
+    :func:`~inspector.input_files.max_string_chars`: tiktoken aborts the whole process on a
+    500 MB string, so it never gets one. Files are refused earlier, before parsing
+    (:func:`inspector.input_files.check_values`); this catches what a database row holds."""
+    from inspector.input_files import MIB, max_string_chars
+    from inspector.sessions.model import ReaderError
+
+    limit = max_string_chars()
+    for i, msg in enumerate(session.messages):
+        if any(len(text) > limit for text in _strings_of(msg)):
+            where = msg.get("x_origin") if isinstance(msg.get("x_origin"), dict) else {}
+            raise ReaderError(f"message {i} holds a text of more than {limit // MIB:,} MiB (INSPECTOR_MAX_STRING_MIB); "
+                              "not read", path=session.source_path or where.get("file"), line=where.get("line"),
+                              row=where.get("rowid"))
+
+
 def finalize(session: Session) -> Session:
     """Fill what every reader leaves to the common rules: orphans, turns, start time, counts."""
+    refuse_huge_values(session)
     orphan_calls, orphan_results = mark_orphans(session.messages)
     session.meta.setdefault("orphan_calls", orphan_calls)
     session.meta.setdefault("orphan_results", orphan_results)

@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from inspector.input_files import InputRefused, read_head
 from inspector.sessions.model import ReaderError
 from inspector.sessions.source import SQLITE_MAGIC, Source, decode, json_lines, read_bytes
 from inspector.sessions.sqlite_ro import connect_readonly
@@ -70,10 +71,9 @@ def resolve_format(name: str) -> str:
 def is_hermes_db(path: str | Path) -> bool:
     """True when ``path`` is an SQLite file with Hermes' ``sessions`` and ``messages`` tables."""
     try:
-        with open(path, "rb") as fh:
-            if fh.read(16) != SQLITE_MAGIC:
-                return False
-    except OSError:
+        if read_head(path, 16) != SQLITE_MAGIC:
+            return False
+    except (OSError, InputRefused):
         return False
     try:
         conn = connect_readonly(path, timeout=2)
@@ -95,9 +95,8 @@ def is_hermes_db(path: str | Path) -> bool:
 def detect_format(path: str | Path) -> str:
     """The format of the file at ``path``, from its bytes."""
     try:
-        with open(path, "rb") as fh:
-            magic = fh.read(len(SQLITE_MAGIC))
-    except OSError:
+        magic = read_head(path, len(SQLITE_MAGIC))
+    except (OSError, InputRefused):
         magic = b""  # read_bytes below names the problem
     if magic == SQLITE_MAGIC:  # a state.db may be gigabytes: never read it whole to detect it
         if is_hermes_db(path):

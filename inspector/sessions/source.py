@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import codecs
 import json
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspector.gunzip import TooLarge, gunzip
+from inspector.input_files import InputRefused, check_values, max_input_bytes, read_input
 from inspector.sessions.model import ReaderError
 
 GZIP_MAGIC = b"\x1f\x8b"
 SQLITE_MAGIC = b"SQLite format 3\x00"
-MAX_BYTES = 512 * 1024**2  # refuse to inflate more than this: a gzip bomb is not a transcript
+MAX_BYTES = max_input_bytes()  # a file, plain or inflated: a gzip bomb is not a transcript
 
 
 @dataclass
@@ -36,29 +35,33 @@ class Source:
 
 
 def read_bytes(path: str | Path) -> tuple[bytes, list[str], bool]:
-    """Raw bytes of ``path``, gunzipped when they start with the gzip magic."""
+    """Raw bytes of ``path``, gunzipped when they start with the gzip magic.
+
+    Only regular files are read (a FIFO or ``/dev/zero`` is refused before it is opened), both
+    the file and its inflated bytes are capped at ``MAX_BYTES``, and a file that holds one value
+    longer than :func:`~inspector.input_files.max_string_chars` is refused before any parsing.
+    """
     path = str(path)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data, gz, complete = read_input(path, MAX_BYTES)
+        if not data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            check_values(data)
     except FileNotFoundError:
         raise ReaderError("no such file", path=path) from None
     except IsADirectoryError:
         raise ReaderError("is a directory, not a transcript file", path=path) from None
+    except InputRefused as exc:
+        raise ReaderError(str(exc), path=path) from None
+    except MemoryError:
+        raise ReaderError("not enough memory to read this file", path=path) from None
     except OSError as exc:
         raise ReaderError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    if not data.startswith(GZIP_MAGIC):
+    if not gz:
         return data, [], False
-    try:
-        out, complete = gunzip(data, MAX_BYTES)
-    except TooLarge as exc:
-        raise ReaderError(f"gzip data {exc}, more than any transcript (a crafted file?); not read", path=path) from None
-    except zlib.error as exc:
-        raise ReaderError(f"corrupt gzip data: {exc}", path=path) from None
-    if not out:
+    if not data:
         raise ReaderError("gzip stream is empty or corrupt", path=path)
     # A truncated gzip (the writer died) still holds a usable prefix.
-    return out, [] if complete else ["gzip stream is truncated or corrupt; read the part that could be inflated"], True
+    return data, [] if complete else ["gzip stream is truncated or corrupt; read the part that could be inflated"], True
 
 
 def decode(data: bytes, path: str) -> tuple[str, list[str]]:
@@ -67,6 +70,10 @@ def decode(data: bytes, path: str) -> tuple[str, list[str]]:
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         # PowerShell's `>` writes UTF-16 with a byte-order mark; the text itself is fine.
         text = data.decode("utf-16", errors="replace")
+        try:
+            check_values(text)
+        except InputRefused as exc:
+            raise ReaderError(str(exc), path=path) from None
         return text, ["the file is UTF-16 encoded (not UTF-8); it was read as UTF-16"]
     try:
         text = data.decode("utf-8-sig")
@@ -100,20 +107,48 @@ def json_lines(text: str) -> list[str]:
     return lines
 
 
+# The start of the warning for a last line that has no newline yet and does not parse: a writer
+# is (or was) in the middle of it. ``follow`` does not record it (the next poll reads it whole).
+PENDING_LINE = "the last line is incomplete"
+
+
+def _lines(text: str) -> Iterator[tuple[int, str, bool]]:
+    """``(line number, line, ends with a newline?)`` of :func:`json_lines`, one at a time: the
+    list of every line of a 150 MB transcript would double what reading it holds in memory."""
+    start, lineno, n = 0, 0, len(text)
+    while start < n:
+        end = text.find("\n", start)
+        lineno += 1
+        if end < 0:
+            yield lineno, text[start:], False
+            return
+        yield lineno, text[start:end], True
+        start = end + 1
+
+
 def iter_jsonl(source: Source) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for every non-blank line; bad lines become warnings.
 
-    Raises :class:`ReaderError` when no line at all parses, naming the first bad line.
+    A last line without its newline that does not parse is pending, not malformed: its warning
+    starts with :data:`PENDING_LINE`. Raises :class:`ReaderError` when no line at all parses,
+    naming the first bad line.
     """
     first_error: tuple[int, str] | None = None
     good = 0
-    for lineno, line in enumerate(json_lines(source.text), start=1):
+    text = source.text
+    for lineno, line, terminated in _lines(text):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except (ValueError, RecursionError) as exc:
             msg = _json_error(exc)
+            if not terminated:
+                source.warnings.append(f"line {lineno}: {PENDING_LINE} (no newline at its end yet: being written, "
+                                       "or cut short); not read")
+                if first_error is None:
+                    first_error = (lineno, f"{PENDING_LINE}: {msg}")
+                continue
             if first_error is None:
                 first_error = (lineno, msg)
             source.warnings.append(f"line {lineno}: skipped, not valid JSON ({msg})")

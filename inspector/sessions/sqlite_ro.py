@@ -1,4 +1,20 @@
-"""Opening SQLite files the user owns for reading, leaving no trace on disk."""
+"""Opening SQLite files the user owns for reading: one consistent snapshot, the database never written.
+
+Hermes keeps writing its ``state.db`` while the inspector reads it (``follow``, the window's
+reload), and checkpoints move pages from the ``-wal`` file into the database meanwhile. So a
+read is always an ordinary read-only connection (``mode=ro``: SQLite takes its shared locks and
+follows the write-ahead log) and every query of one load runs inside one read transaction
+(``BEGIN`` … ``COMMIT``, see ``inspector/sessions/readers/hermes_db.py``): a writer committing
+or checkpointing during the load cannot tear a question from its answer. ``immutable=1`` (no
+locks at all) is never used on a file another process may write: with it, a checkpointing
+writer made loads see half a transaction, and even "database disk image is malformed".
+
+What a read does beside the database (README, "Reading a Hermes state.db"): SQLite needs the
+``-shm`` index of a WAL database to read it consistently, so reading a WAL database that no
+process has open creates an empty ``-wal`` and a 32 KB ``-shm`` beside it, and leaves them (a
+read-only connection may not delete them; Hermes reuses them on its next start). The database
+file itself is never written.
+"""
 
 from __future__ import annotations
 
@@ -8,30 +24,14 @@ import tempfile
 from pathlib import Path
 
 # What SQLite says when reading would first need a write: a hot rollback journal left by a
-# writer that died mid-transaction, or a WAL whose index must be rebuilt.
-_NEEDS_WRITE = ("readonly database", "readonly_rollback", "readonly_recovery")
+# writer that died mid-transaction, or a WAL whose index must be rebuilt; or, in a folder we
+# may not write, that the -shm index cannot be made.
+_NEEDS_WRITE = ("readonly database", "readonly_rollback", "readonly_recovery", "unable to open database file")
 
 
 def readonly_uri(path: str | Path) -> str:
-    """The SQLite URI that reads ``path`` without writing anything next to it either.
-
-    ``mode=ro`` never writes the database, but on a WAL database SQLite still creates the
-    ``-wal`` and ``-shm`` files beside it and leaves them. When the database is in WAL mode
-    and has no ``-wal`` file, no writer has anything pending, so it is opened ``immutable``
-    (no locks, no side files); with a ``-wal`` present a writer is (or was) active and
-    ``mode=ro`` reads its committed pages through the files it already made.
-    """
-    p = Path(path).resolve()
-    uri = p.as_uri() + "?mode=ro"
-    try:
-        with open(p, "rb") as fh:
-            header = fh.read(20)
-    except OSError:
-        return uri
-    wal_mode = len(header) == 20 and header[18] == 2 and header[19] == 2
-    if wal_mode and not Path(str(p) + "-wal").exists():
-        uri += "&immutable=1"
-    return uri
+    """The SQLite URI that reads ``path`` and never writes it: ``mode=ro``, never ``immutable``."""
+    return Path(path).resolve().as_uri() + "?mode=ro"
 
 
 class ReadConnection(sqlite3.Connection):

@@ -39,6 +39,17 @@ IMAGE_TOKENS = 765
 IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
 _TEXT_FIELDS = ("text", "refusal", "transcript")
 _BATCH_MIN = 16  # below this, a thread pool costs more than it saves
+# Texts at least this long are also counted once per process, whichever counter asks: every
+# replay, comparison run, follow pass and panel makes its own counter, and a 10 MB tool output
+# took about a second to encode each time. Keyed by a digest of the text (not the text itself,
+# which would keep every large string of every session alive).
+_SHARED_MIN = 64 * 1024
+_SHARED_MAX_ENTRIES = 50_000
+_shared_counts: dict[tuple[str, bytes], int] = {}
+
+
+def _text_digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def available_tokenizers() -> dict[str, str | None]:
@@ -96,10 +107,23 @@ class TokenCounter:
         extra = placeholder_tokens(hidden) if hidden else 0
         if self._enc is None:
             return rough.estimate_tokens_rough(text) + extra
-        return len(self._enc.encode_ordinary(text)) + extra
+        if len(text) < _SHARED_MIN:
+            return len(self._enc.encode_ordinary(text)) + extra
+        key = (self.name, _text_digest(text))
+        n = _shared_counts.get(key)
+        if n is None:
+            n = len(self._enc.encode_ordinary(text))
+            if len(_shared_counts) >= _SHARED_MAX_ENTRIES:
+                _shared_counts.clear()
+            _shared_counts[key] = n
+        return n + extra
 
     def _prefill(self, texts: Iterable[str]) -> None:
         missing = list({t for t in texts if t and t not in self._texts})
+        if self._enc is not None:  # long texts go through the shared count, one at a time
+            for t in [t for t in missing if len(t) >= _SHARED_MIN]:
+                self._texts[t] = self._encode_len(t)
+            missing = [t for t in missing if len(t) < _SHARED_MIN]
         if not missing:
             return
         if self._enc is None or len(missing) < _BATCH_MIN:

@@ -57,19 +57,22 @@ field, the values a column could not represent exactly. Faults, threads, notes a
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
-import tempfile
-import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import MISSING, asdict, fields, is_dataclass
 from itertools import accumulate
-from pathlib import Path
 from typing import Any
 
-from inspector.gunzip import TooLarge, gunzip
+from inspector.input_files import (
+    InputRefused,
+    check_values,
+    env_count,
+    max_input_bytes,
+    read_head_inflated,
+    read_input,
+)
 from inspector.trace.model import (
     CacheInfo,
     Event,
@@ -179,12 +182,35 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def _dumps(doc: dict[str, Any]) -> bytes:
-    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=_json_default)
-    # surrogatepass: a transcript decoded with errors="surrogateescape" must still save.
-    return text.encode("utf-8", "surrogatepass")
+_PIECE_ITEMS = 2000  # message-table entries per piece when a file is written piece by piece
 
 
+def _json_pieces(doc: dict[str, Any]) -> Iterator[str]:
+    """``json.dumps(doc)`` (compact, not ASCII-escaped) as consecutive pieces whose joined text is
+    exactly that: top-level values one by one, the message table a few thousand entries at a time,
+    so saving a 150 MB session's trace never builds its whole text (and then its bytes) at once."""
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_default).encode
+    yield "{"
+    for n, (key, value) in enumerate(doc.items()):
+        yield ("," if n else "") + dumps(key) + ":"
+        if type(value) is dict and len(value) > _PIECE_ITEMS:
+            items = list(value.items())
+            yield "{"
+            for start in range(0, len(items), _PIECE_ITEMS):
+                part = items[start:start + _PIECE_ITEMS]
+                yield ("," if start else "") + ",".join(dumps(k) + ":" + dumps(v) for k, v in part)
+            yield "}"
+        else:
+            yield dumps(value)
+    yield "}"
+
+
+def _dumps(doc: dict[str, Any]) -> Iterator[str]:
+    """The file's text, in pieces (:func:`_json_pieces`). No known key reaches the file, whatever
+    an engine put where (a note, a summary, its state): the writer masks them
+    (:func:`inspector.outputs.write_atomic`). Lone surrogates (a transcript decoded with
+    ``surrogateescape``) are written as they are (``surrogatepass``)."""
+    return _json_pieces(doc)
 
 
 def _common_prefix_len(a: Sequence[Any], b: Sequence[Any]) -> int:
@@ -1197,31 +1223,10 @@ def _encode_run(trace: Trace, index: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def _write_atomic(path: str | os.PathLike[str], data: bytes, *, compress: bool) -> None:
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            if compress:
-                # mtime=0 and no file name: the same trace always gives the same bytes.
-                with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0, compresslevel=6) as gz:
-                    gz.write(data)
-            else:
-                fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            mode = target.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mode = 0o644  # mkstemp makes 0600; a saved trace is an ordinary user document
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def _write_atomic(path: str | os.PathLike[str], data: Iterable[str], *, compress: bool) -> None:
+    from inspector.outputs import write_atomic
+
+    write_atomic(path, data, compress=compress)
 
 
 def _version_for(traces: Iterable[Trace]) -> int:
@@ -1299,23 +1304,34 @@ def save_bundle(
 # -- decoding -------------------------------------------------------------------------------
 
 
-MAX_TRACE_BYTES = 1024**3  # a 30,000-turn trace is ~160 MB: far more than that is a crafted file
+MAX_TRACE_BYTES = max_input_bytes()  # a 30,000-turn trace is ~160 MB: far more than that is a crafted file
+
+
+MAX_LIST_ENTRIES = env_count("INSPECTOR_MAX_TRACE_ENTRIES", 50_000_000)
+"""Message references in all the lists of a trace together. Copies make a list cost a few bytes
+whatever its length, so a 21 KB file could ask for 2**34 entries; a real 2,000-turn replay holds a
+few million (measured in ``inspector.bench``)."""
 
 
 def _read_doc(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bool]:
-    """Read and parse the file; returns (document, was_gzip). OSError passes through."""
-    raw = Path(path).read_bytes()
-    compressed = raw[:2] == _GZIP_MAGIC
+    """Read and parse the file; returns (document, was_gzip). OSError passes through.
+
+    Special files are refused before they are opened, the file and its inflated bytes are
+    capped at ``MAX_TRACE_BYTES``, and one value longer than ``max_string_chars()`` is refused
+    before parsing (see :mod:`inspector.input_files`).
+    """
+    text = ""
     try:
-        if compressed:
-            raw, complete = gunzip(raw, MAX_TRACE_BYTES)
-            if not complete:
-                raise EOFError("the gzip stream ends early")
+        raw, compressed, complete = read_input(path, MAX_TRACE_BYTES)
+        if not complete:
+            raise EOFError("the gzip stream ends early")
+        check_values(raw)
         text = raw.decode("utf-8", "surrogatepass")
+        del raw
         doc = json.loads(text)
-    except TooLarge as exc:
-        raise TraceCorruptError(path, f"gzip data {exc}, more than any trace (a crafted file?); not read") from None
-    except (OSError, EOFError, zlib.error) as exc:
+    except InputRefused as exc:
+        raise TraceCorruptError(path, str(exc)) from None
+    except EOFError as exc:
         raise TraceCorruptError(path, f"damaged gzip data ({exc})") from None
     except UnicodeDecodeError as exc:
         raise TraceCorruptError(path, f"not UTF-8 text at byte {exc.start}") from None
@@ -1324,7 +1340,11 @@ def _read_doc(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bool]:
             "file is empty" if not text.strip() else f"invalid JSON at line {exc.lineno} column {exc.colno}"
         )
         raise TraceCorruptError(path, f"not a trace file: {what} ({exc.msg})") from None
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise TraceCorruptError(path, "not a trace file: JSON nested too deeply") from None
+    except MemoryError:
+        raise TraceCorruptError(path, "not enough memory to read this file") from None
+    except ValueError as exc:
         raise TraceCorruptError(path, f"not a trace file: {exc}") from None
     if not isinstance(doc, dict):
         raise TraceFormatError(path, f"not an inspector trace (top level is a JSON {type(doc).__name__})")
@@ -1379,6 +1399,7 @@ def _decode_lists(
     _expect(isinstance(encoded, list), "'lists' is not a list")
     lists: list[tuple[str, ...]] = []
     n_keys = len(keys) if keys is not None else 0
+    total = 0
     for i, entry in enumerate(encoded):
         _expect(isinstance(entry, list) and entry and type(entry[0]) is int, f"list {i} has no base")
         back = entry[0]
@@ -1411,8 +1432,14 @@ def _decode_lists(
                 and start + length <= len(base),
                 f"list {i} copies {start!r}+{length!r} from a list of {len(base)}",
             )
+            total += length
+            _expect(total <= MAX_LIST_ENTRIES, f"its message lists hold more than {MAX_LIST_ENTRIES:,} entries in "
+                    f"all (by list {i}); refused, as a crafted file would be (INSPECTOR_MAX_TRACE_ENTRIES)")
             out.extend(base[start : start + length])
             k += 2
+        total += n  # the literal items (a bound: copies were counted above)
+        _expect(total <= MAX_LIST_ENTRIES, f"its message lists hold more than {MAX_LIST_ENTRIES:,} entries in all "
+                f"(by list {i}); refused, as a crafted file would be (INSPECTOR_MAX_TRACE_ENTRIES)")
         lists.append(tuple(out))
     return lists
 
@@ -1467,12 +1494,8 @@ def saved_kind(path: str | os.PathLike[str]) -> str | None:
     Reads only the head of the file (decompressed when gzipped): the format name is written first.
     """
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(4096)
-        if raw[:2] == _GZIP_MAGIC:
-            with gzip.open(path, "rb") as gz:
-                raw = gz.read(4096)
-    except (OSError, EOFError):
+        raw = read_head_inflated(path, 4096)
+    except (OSError, InputRefused):
         return None
     return saved_kind_of(raw)
 
@@ -1506,6 +1529,10 @@ def load_trace(path: str | os.PathLike[str], *, verify: bool = False) -> Trace:
         return _decode_run(doc, messages, tokens, keys)
     except _DECODE_ERRORS as exc:
         raise TraceCorruptError(path, f"corrupt trace: {_describe(exc)}") from None
+    except RecursionError:
+        raise TraceCorruptError(path, "corrupt trace: a value is nested too deeply") from None
+    except MemoryError:
+        raise TraceCorruptError(path, "not enough memory to load this trace") from None
 
 
 def load_bundle(path: str | os.PathLike[str], *, verify: bool = False) -> tuple[list[Trace], dict[str, Any]]:
@@ -1538,6 +1565,10 @@ def load_bundle(path: str | os.PathLike[str], *, verify: bool = False) -> tuple[
         return traces, meta
     except _DECODE_ERRORS as exc:
         raise TraceCorruptError(path, f"corrupt comparison bundle: {_describe(exc)}") from None
+    except RecursionError:
+        raise TraceCorruptError(path, "corrupt comparison bundle: a value is nested too deeply") from None
+    except MemoryError:
+        raise TraceCorruptError(path, "not enough memory to load this comparison") from None
 
 
 def _describe(exc: BaseException) -> str:

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inspector.outputs import is_html_report, is_image, is_saved_file
+from inspector.outputs import is_html_report, is_image, is_saved_file, write_atomic
 from inspector.trace.model import Mark, Trace
 from inspector.ui import dialogs, loaders, theme
 from inspector.ui.compare import CompareRequest, CompareRunner, CompareView, ask_specs
@@ -1330,17 +1330,19 @@ class MainWindow(QMainWindow):
             self.show_message(f"Not writing {path}: {problem}")
             return False
         fmt = Path(path).suffix.lstrip(".").upper() or "PNG"
-        tmp = f"{path}.part-{os.getpid()}"
+        from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+
+        encoded = QByteArray()
+        buffer = QBuffer(encoded)
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        if not pixmap.save(buffer, fmt):
+            return False
+        buffer.close()
         try:
-            if not pixmap.save(tmp, fmt):
-                return False
-            os.replace(tmp, path)
+            write_atomic(path, bytes(encoded.data()))
             return True
         except OSError:
             return False
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
 
     def _output_problem(self, path: str, *, ours: Callable[[bytes], bool]) -> str | None:
         """Why ``path`` must not be written: the session this window opened, its config, or a file

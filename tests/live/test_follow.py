@@ -13,6 +13,7 @@ import pytest
 
 from inspector.config import load_config
 from inspector.live.follow import Follower
+from inspector.sessions import load_session
 from tests.live.growing import ClaudeCodeLog, CodexLog, FakeClock, JsonlLog, pause
 from tests.live.helpers import NotesEngine
 
@@ -254,6 +255,29 @@ def test_lines_the_reader_skipped_are_noted_as_a_replay_warns(tmp_path):
     notes = [e.note or "" for e in follower.trace.events if e.kind == "host_note"]
     assert any(n.startswith("reading the source: line 3: skipped, not valid JSON") for n in notes)
     follower.close()
+
+
+def test_a_half_written_last_line_is_pending_not_a_permanent_skipped_line_note(tmp_path):
+    # The writer is in the middle of line 5: it has no newline yet. The next poll reads it whole.
+    path = tmp_path / "t.jsonl"
+    whole = json.dumps({"role": "user", "content": "question 3"}) + "\n"
+    path.write_text(_pairs([1, 2]) + whole[:20], encoding="utf-8")
+    follower = Follower(path, NotesEngine(), load_config(None), interval=0.05)
+    follower.poll()
+    path.write_text(_pairs([1, 2]) + whole, encoding="utf-8")
+    follower.poll()
+    notes = [e.note or "" for e in follower.trace.events if e.kind == "host_note"]
+    assert not any("line 5" in n or "skipped" in n or "incomplete" in n for n in notes), notes
+    follower.close()
+    assert "question 3" in [m.get("content") for m in load_session(str(path)).messages]
+
+
+def test_a_reader_says_an_unterminated_last_line_is_incomplete_not_invalid(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(_pairs([1]) + '{"role": "user", "cont', encoding="utf-8")
+    warnings = load_session(str(path)).warnings
+    assert any(w.startswith("line 3: the last line is incomplete") for w in warnings), warnings
+    assert not any("skipped, not valid JSON" in w for w in warnings)
 
 
 # -- a turn is played once, complete, however the writer pauses ------------------------------------

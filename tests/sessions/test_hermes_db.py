@@ -80,13 +80,21 @@ def test_the_database_bytes_never_change(plain_db: Path):
     assert _digest(plain_db) == before
 
 
-def test_reading_a_closed_wal_database_leaves_no_files_beside_it(plain_db: Path):
+def test_reading_a_closed_wal_database_adds_only_sqlites_own_index_beside_it(plain_db: Path):
+    # A consistent read of a WAL database goes through its -shm index (never immutable=1, which
+    # reads without locks and tears under a checkpointing writer); SQLite makes an empty -wal
+    # and the -shm, and a read-only connection leaves them. The database is not written.
     beside = sorted(p.name for p in plain_db.parent.iterdir())
     assert beside == ["state.db"]  # the writer closed cleanly: its -wal and -shm are gone
+    before = _digest(plain_db)
     load_session(str(plain_db))
     list_sessions(str(plain_db))
     assert detect_format(str(plain_db)) is not None
-    assert sorted(p.name for p in plain_db.parent.iterdir()) == beside
+    assert sorted(p.name for p in plain_db.parent.iterdir()) == ["state.db", "state.db-shm", "state.db-wal"]
+    assert (plain_db.parent / "state.db-wal").stat().st_size == 0
+    assert _digest(plain_db) == before
+    load_session(str(plain_db))  # and reading again, with them there, works the same
+    assert _digest(plain_db) == before
 
 
 def test_loading_works_while_another_connection_holds_a_write_transaction(plain_db: Path):

@@ -209,3 +209,23 @@ def test_distinct_messages_counted_fast(counter):
     again = time.perf_counter() - start
     assert first < 5.0
     assert again < first
+
+
+def test_a_long_text_is_encoded_once_per_process_whichever_counter_asks(monkeypatch):
+    # Every replay, comparison run and panel makes its own counter; a 10 MB tool output must not
+    # be encoded again by each of them.
+    from inspector.tokens import counter as counter_mod
+
+    first = TokenCounter("cl100k_base")
+    encoded: list[int] = []
+    real = type(first._enc).encode_ordinary
+    monkeypatch.setattr(type(first._enc), "encode_ordinary", lambda self, t: encoded.append(len(t)) or real(self, t))
+    monkeypatch.setattr(counter_mod, "_shared_counts", {})
+    long_text = "a distinct long tool output " * 5000
+    n = first.count_text(long_text)
+    again = [TokenCounter("cl100k_base") for _ in range(3)]
+    assert [c.count_text(long_text) for c in again] == [n] * 3
+    assert [c.count_messages([{"role": "tool", "content": long_text}] * 20)[0] for c in again] == [n + 4] * 3
+    assert encoded.count(len(long_text)) == 1
+    assert first.count_text(long_text + "and then some") > n  # keyed by content: another text is counted anew
+    assert encoded.count(len(long_text) + 13) == 1
