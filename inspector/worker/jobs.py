@@ -63,18 +63,26 @@ def replay_job(rt: Runtime, job: dict[str, Any]) -> None:
     except EngineLoadError as exc:
         _error(rt, "load", exc)
         return
+    rt.send("loaded", warnings=[str(w) for w in getattr(loaded, "warnings", None) or []])
     name = job.get("label") or job.get("engine") or "engine"
     unavailable = unavailable_note(name, loaded.availability)
     if unavailable:
         rt.send("note", text=unavailable)
-    watch = StuckWatch()  # hands over the replay's trace as soon as it exists
     state: dict[str, Any] = {"streamer": None, "sent": 0.0}
+
+    class Watch(StuckWatch):
+        """Hands over the replay's trace as soon as it exists: the supervisor has its meta from then on."""
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            super().__setattr__(name, value)
+            if name == "trace" and value is not None and state["streamer"] is None:
+                state["streamer"] = TraceStreamer(value)
+                rt.send("meta", meta=value.meta)
+
+    watch = Watch()
 
     def progress(done: int, total: int) -> None:
         streamer = state["streamer"]
-        if streamer is None and watch.trace is not None:
-            streamer = state["streamer"] = TraceStreamer(watch.trace)
-            rt.send("meta", meta=watch.trace.meta)
         now = time.monotonic()
         if streamer is not None and (now - state["sent"] >= BATCH_SECONDS or done == total):
             state["sent"] = now
@@ -94,8 +102,6 @@ def replay_job(rt: Runtime, job: dict[str, Any]) -> None:
             loaded.close()
         except Exception:
             pass
-    if state["streamer"] is None and watch.trace is not None:
-        state["streamer"] = TraceStreamer(watch.trace)
     streamer = state["streamer"]
     rt.send("done", status=status, batch=streamer.batch(final=True) if streamer is not None else None)
 

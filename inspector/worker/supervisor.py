@@ -121,6 +121,7 @@ class Outcome:
     trace: Trace | None = None  # as streamed; ends with ``fault`` when there is one
     exit_status: int | None = None
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what loading the engine warned about
     isolation: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -217,6 +218,7 @@ class Worker:
         self.error: dict[str, Any] | None = None
         self.raised: dict[str, Any] | None = None
         self.notes: list[str] = []
+        self.warnings: list[str] = []
         self.pid: int | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.work = ""
@@ -361,10 +363,14 @@ class Worker:
             self.assembler = TraceAssembler(frame.get("meta") or {})
         elif kind in ("batch", "update", "done"):
             batch = frame.get("batch")
+            if isinstance(batch, dict) and self.assembler is None and isinstance(batch.get("meta"), dict):
+                self.assembler = TraceAssembler(batch["meta"])
             if isinstance(batch, dict) and self.assembler is not None:
                 self.assembler.add(batch)
             if kind == "done":
                 self.done = frame
+        elif kind == "loaded":
+            self.warnings = [str(w) for w in frame.get("warnings") or []]
         elif kind == "note":
             self.notes.append(str(frame.get("text") or ""))
         elif kind == "error":
@@ -522,7 +528,7 @@ class Worker:
     def _outcome(self, code: int, activities: list[tracker.Activity]) -> Outcome:
         trace = self.assembler.trace if self.assembler is not None else None
         out = Outcome(status=STATUS_OK, done=self.done, error=self.error, exit_status=code, notes=list(self.notes),
-                      isolation=self.isolation.to_json(), trace=trace)
+                      warnings=list(self.warnings), isolation=self.isolation.to_json(), trace=trace)
         if self.killed is not None:
             out.status, out.fault = self.killed
         elif self.done is not None and code == 0:
