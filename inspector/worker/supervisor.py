@@ -401,8 +401,13 @@ class Worker:
             self._timeout("the worker", "", limits.silence, silent, frozen=True)
             return
         if self.cancel_sent is not None and now - self.cancel_sent > CANCEL_GRACE:
-            self._kill("cancelled", Fault("refused", "cancelled by the user; the worker did not stop within "
-                                          f"{CANCEL_GRACE:g} s and was killed"))
+            running = [a for a in tracker.read(os.path.join(self.work, TRACKER_FILE)) if a.slot != tracker.PHASE]
+            hook = running[0] if running else None
+            stack = self._dump_stack(hook.where.rsplit(":", 2)[0] if hook else "") or _stack_traceback(self.last_stack)
+            inside = f" inside {hook.label}" if hook else ""
+            self._kill(STATUS_CANCELLED, Fault("timeout", f"cancelled by the user; the worker was still{inside} "
+                                               f"{CANCEL_GRACE:g} s later and was killed", stack),
+                       hook=hook.label if hook else "")
             return
         if now - self._mem_checked >= 0.1:
             self._mem_checked = now
