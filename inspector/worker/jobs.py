@@ -8,8 +8,10 @@ entry point (``raised``), then the worker exits.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from inspector.worker.codec import TraceStreamer, session_from_json
@@ -27,14 +29,37 @@ def _session(job: dict[str, Any]) -> Any:
     return require_conversation(load_session(spec["path"], format=spec.get("format"), session_id=spec.get("session_id")))
 
 
+@contextlib.contextmanager
+def tracked_imports(rt: Runtime, allowed: float) -> Iterator[None]:
+    """Each plugin's import as the worker's phase (``plugin:NAME`` and its folder), under ``allowed`` seconds."""
+    from inspector.engines import discovery
+
+    produce = discovery._produce
+
+    def tracked_produce(cand: Any, manager: Any) -> Any:
+        rt.phase(f"plugin:{cand.name}\t{cand.path or ''}", allowed)
+        try:
+            return produce(cand, manager)
+        finally:
+            rt.idle()
+
+    discovery._produce = tracked_produce
+    try:
+        yield
+    finally:
+        discovery._produce = produce
+
+
 def _load(rt: Runtime, job: dict[str, Any], name: str | None) -> Any:
     from inspector.engines.discovery import load_engine
 
-    rt.phase(f"loading engine {name or 'from context.engine'!r}", float(job.get("load_timeout") or 0))
-    try:
-        return load_engine(name, job["config"], plugin_dirs=job.get("plugin_dirs") or [])
-    finally:
-        rt.idle()
+    allowed = float(job.get("load_timeout") or 0)
+    with tracked_imports(rt, allowed):
+        rt.phase(f"loading engine {name or 'from context.engine'!r}", allowed)
+        try:
+            return load_engine(name, job["config"], plugin_dirs=job.get("plugin_dirs") or [])
+        finally:
+            rt.idle()
 
 
 def _error(rt: Runtime, kind: str, exc: BaseException) -> None:
@@ -112,26 +137,19 @@ def discover_job(rt: Runtime, job: dict[str, Any]) -> None:
     from inspector.engines import discovery
 
     skip = set(job.get("skip") or ())
-    produce, scan = discovery._produce, discovery._scan
-    load_timeout = float(job.get("load_timeout") or 0)
-
-    def tracked_produce(cand: Any, manager: Any) -> Any:
-        rt.phase(f"plugin:{cand.name}\t{cand.path or ''}", load_timeout)
-        try:
-            return produce(cand, manager)
-        finally:
-            rt.idle()
+    scan = discovery._scan
 
     def skipping_scan(dirs: Any, include_entry_points: bool) -> list[Any]:
         found = scan(dirs, include_entry_points)
         rt.send("candidates", names=[[c.name, str(c.path or ""), c.kind] for c in found])
         return [c for c in found if c.name not in skip]
 
-    discovery._produce, discovery._scan = tracked_produce, skipping_scan
+    discovery._scan = skipping_scan
     try:
-        infos = discovery.discover_engines(job["config"], job.get("plugin_dirs") or [])
+        with tracked_imports(rt, float(job.get("load_timeout") or 0)):
+            infos = discovery.discover_engines(job["config"], job.get("plugin_dirs") or [])
     finally:
-        discovery._produce, discovery._scan = produce, scan
+        discovery._scan = scan
     rt.send("done", status="ok", engines=[i.to_json() for i in infos])
 
 

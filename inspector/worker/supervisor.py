@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import inspector
-from inspector.trace.model import EV_FAULT, Event, Fault, Trace
+from inspector.trace.model import EV_FAULT, Event, Fault, Trace, _not_engine_code
 from inspector.worker import sandbox, tracker
 from inspector.worker.codec import TraceAssembler
 from inspector.worker.protocol import FrameReader, ProtocolError, encode
@@ -44,6 +44,7 @@ GRACE = 2.0  # seconds past a soft timeout before a worker still inside that hoo
 CANCEL_GRACE = 1.0  # after a cancel, seconds the worker has to send its partial trace
 ECHO_LIMIT = 256 * 1024  # characters of a worker's stdout/stderr shown on the terminal
 POLL = 0.05
+STARTUP_LIMIT = 120.0  # seconds a worker may take to start (imports on a loaded machine)
 
 STATUS_OK = "ok"
 STATUS_CANCELLED = "cancelled"
@@ -107,7 +108,7 @@ class Limits:
     @property
     def silence(self) -> float:
         """Seconds without a heartbeat, outside any tracked hook, before a worker counts as frozen."""
-        return max(30.0, 2 * max(self.hook_timeout, self.load_timeout)) + self.grace
+        return 2 * max(self.hook_timeout, self.load_timeout, 1.0) + self.grace
 
 
 @dataclass
@@ -173,11 +174,17 @@ def faulthandler_traceback(text: str, hint: str = "") -> str | None:
             blocks[-1][1].append((m[1], m[2], m[3]))
     if not blocks:
         return None
-    chosen = next((b for b in blocks if hint and any(f[0] == hint for f in b[1])), None)
+    chosen = next((b for b in blocks if hint and any(f[0].startswith(hint) for f in b[1])), None)
+    chosen = chosen or next((b for b in blocks if any(not _ours(f[0]) for f in b[1])), None)
     chosen = chosen or next((b for b in blocks if b[0].startswith("Current")), blocks[0])
     frames = [f for f in reversed(chosen[1])]
     return "Stack when the worker was stopped (most recent call last):\n" + "".join(
         f'  File "{f}", line {n}, in {fn}\n' for f, n, fn in frames)
+
+
+def _ours(path: str) -> bool:
+    """The inspector's own code or the standard library: never the engine's frame."""
+    return "/inspector/" in path.replace("\\", "/") or _not_engine_code(path)
 
 
 def _stack_traceback(stack: str | None) -> str | None:
@@ -387,7 +394,10 @@ class Worker:
             return
         limits = self.limits
         wall = time.time()
-        silent = now - self.last_beat
+        silent = now - self.last_beat if self.pid is not None else 0.0  # starting up: no beats yet
+        if self.pid is None and now - self.started > STARTUP_LIMIT:
+            self._timeout("the worker's start", "", STARTUP_LIMIT, now - self.started, frozen=True)
+            return
         for act in tracker.read(os.path.join(self.work, TRACKER_FILE)):
             allowed = act.allowed
             if act.slot == tracker.POOL:
@@ -564,9 +574,14 @@ class Worker:
                          f"the worker ({how})", self.raised.get("traceback"))
         if self.protocol_error is not None:
             return Fault("worker_died", f"the worker's stream broke ({self.protocol_error}); {how}")
-        during = f" during {running[0].label}" if running else " outside any engine hook"
-        return Fault("worker_died", f"the worker died{during} ({how})",
-                     traceback_at(running[0].where) if running and running[0].where else _stack_traceback(self.last_stack))
+        if not running:
+            return Fault("worker_died", f"the worker died outside any engine hook ({how})",
+                         _stack_traceback(self.last_stack))
+        act = running[0]
+        located = traceback_at(act.where)
+        folder = f" ({act.where})" if act.where and not located else ""
+        # a phase (a plugin's import) has no line to name: its folder, never a heartbeat's older stack
+        return Fault("worker_died", f"the worker died during {act.label}{folder} ({how})", located)
 
     def _end_trace(self, out: Outcome) -> None:
         """The partial trace ends with the supervisor's fault, as a fault event."""
