@@ -15,6 +15,7 @@ from dataclasses import fields
 from typing import Any
 
 from inspector.sessions.model import ApiCall, Compaction, Session, Turn, Usage
+from inspector.trace.io import _DELTA_WINDOW, _decode_lists, _encode_lists
 from inspector.trace.model import CacheInfo, Event, Fault, Request, Trace
 
 # -- sessions ------------------------------------------------------------------------------------
@@ -86,6 +87,13 @@ def _request(index: int, row: list[Any]) -> Request:
                    cache=CacheInfo(**dict(zip(_CACHE_FIELDS, cache))), timestamp=ts, response_key=response)
 
 
+def encode_lists_since(lists: list[tuple[str, ...]], start: int) -> list[list[Any]]:
+    """The key lists from ``start`` on, delta-encoded as a saved trace holds them (a request's list
+    mostly extends an earlier one), against the lists before ``start`` the receiver already has."""
+    context = max(0, start - _DELTA_WINDOW)
+    return _encode_lists(lists[context:])[start - context:]
+
+
 class TraceStreamer:
     """Worker side: what a growing trace gained since the last batch, as one JSON-able dict."""
 
@@ -99,7 +107,7 @@ class TraceStreamer:
             "events": [_event_row(ev) for ev in tr.events[self._events:]],
             "requests": [_request_row(r) for r in tr.requests[self._requests:]],
             "messages": dict(itertools.islice(store.messages.items(), self._messages, None)),
-            "lists": store.lists[self._lists:],
+            "lists": encode_lists_since(store.lists, self._lists),
         }
         if final:
             out["tokens"] = store.tokens
@@ -125,9 +133,9 @@ class TraceAssembler:
     def add(self, batch: dict[str, Any]) -> Trace:
         tr, store = self.trace, self.trace.store
         store.messages.update(batch.get("messages") or {})
-        for keys in batch.get("lists") or ():
-            store.lists.append(tuple(keys))
-            store._list_ids.setdefault(tuple(keys), len(store.lists) - 1)
+        for keys in _decode_lists(batch.get("lists") or [], store.messages, prior=store.lists):
+            store.lists.append(keys)
+            store._list_ids.setdefault(keys, len(store.lists) - 1)
         start = len(tr.requests)
         tr.requests.extend(_request(start + i, row) for i, row in enumerate(batch.get("requests") or ()))
         for row in batch.get("events") or ():
