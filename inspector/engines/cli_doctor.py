@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 HELP = "Diagnose a context engine: loading, host imports, deep copy, ABC, every hook, returned messages, threads."
 
@@ -30,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     timeout = args.timeout if args.timeout is not None else min(30.0, float(cfg_get(config, "inspector.hook_timeout_seconds", 10) or 10))
+    from inspector.worker.commands import doctor_in_worker
+
     report = doctor_in_worker(args.engine, config, args.plugin_dir, timeout)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
@@ -47,28 +48,3 @@ def run(args: argparse.Namespace) -> int:
           + ("" if args.verbose else " (use -v for tracebacks)"))
     return 1 if report.failed else 0
 
-
-def doctor_in_worker(engine: str, config: dict[str, Any], plugin_dirs: list[str], timeout: float) -> Any:
-    """The doctor's checks in a worker process: an engine that freezes, exits or raises past the
-    host's guards fails the report (with where it was), never the command."""
-    from inspector.engines.doctor import FAIL, DoctorReport, Finding
-    from inspector.worker.replays import _absolute
-    from inspector.worker.supervisor import run_worker
-
-    job = {"job": "doctor", "engine": engine, "config": config, "plugin_dirs": _absolute(plugin_dirs),
-           "timeout": timeout}
-    outcome = run_worker(job, config)
-    data = (outcome.done or {}).get("report") if outcome.ok else None
-    if isinstance(data, dict):
-        report = DoctorReport(engine=str(data.get("engine") or engine), source=str(data.get("source") or ""),
-                              path=str(data.get("path") or ""))
-        report.findings = [Finding(f["status"], f["check"], f["message"], f.get("details", ""), int(f.get("count", 1)))
-                           for f in data.get("findings") or []]
-        return report
-    report = DoctorReport(engine=engine)
-    if outcome.error is not None:
-        report.add(FAIL, "worker", f"the doctor crashed: {outcome.error.get('exception')}: {outcome.error.get('message')}",
-                   str(outcome.error.get("traceback") or ""))
-    else:
-        report.add(FAIL, "worker", outcome.describe(), (outcome.fault.traceback or "") if outcome.fault else "")
-    return report

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 HELP = ("List every discoverable context engine with its description, source, whether it loads and whether it "
         "reports itself available (is_available()).")
@@ -28,6 +27,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from inspector.worker.commands import discover_in_workers
+
     infos = discover_in_workers(config, args.plugin_dir)
     for problem in plugin_dir_problems(config, args.plugin_dir):
         print(f"warning: {problem}", file=sys.stderr)
@@ -72,60 +73,3 @@ def _headline(error: str) -> str:
     first, last = lines[0], lines[-1]
     return first if first == last or last in first else f"{first}\n{last}"
 
-
-def _info(data: dict[str, Any]) -> Any:
-    from inspector.engines.availability import Availability
-    from inspector.engines.discovery import EngineInfo
-
-    availability = None
-    described = data.get("availability")
-    if isinstance(described, str) and ": " in described:
-        state, _, reason = described.partition(": ")
-        availability = Availability(state, reason)
-    return EngineInfo(name=str(data["name"]), description=str(data.get("description") or ""),
-                      version=str(data.get("version") or ""), source=str(data.get("source") or ""),
-                      path=str(data.get("path") or ""), loads=bool(data.get("loads")), error=data.get("error"),
-                      metadata=dict(data.get("metadata") or {}), warnings=list(data.get("warnings") or []),
-                      how=str(data.get("how") or ""), plugin=str(data.get("plugin") or ""), availability=availability)
-
-
-def discover_in_workers(config: dict[str, Any], plugin_dirs: list[str]) -> list[Any]:
-    """Discovery in a worker process. A plugin whose import freezes, exits the process or outlives
-    ``inspector.load_timeout_seconds`` is listed as not loading, with what happened, and the
-    listing starts again in a fresh worker without it (each such plugin costs one restart)."""
-    from inspector.engines.discovery import EngineInfo
-    from inspector.worker.replays import _absolute
-    from inspector.worker.supervisor import run_worker
-
-    failed: dict[str, EngineInfo] = {}
-    candidates: dict[str, tuple[str, str]] = {}
-
-    def on_frame(_worker: Any, frame: dict[str, Any]) -> None:
-        if frame.get("type") == "candidates":
-            for name, path, kind in frame.get("names") or []:
-                candidates.setdefault(str(name), (str(path), str(kind)))
-
-    while True:
-        job = {"job": "discover", "config": config, "plugin_dirs": _absolute(plugin_dirs), "skip": sorted(failed)}
-        outcome = run_worker(job, config, on_frame=on_frame)
-        engines = (outcome.done or {}).get("engines") if outcome.ok else None
-        if isinstance(engines, list):
-            infos = [_info(e) for e in engines]
-            return infos + [failed[n] for n in sorted(failed)]
-        culprit = _plugin_at_fault(outcome)
-        if culprit is None or culprit in failed:
-            raise RuntimeError(f"listing engines failed: {outcome.describe()}")
-        path, kind = candidates.get(culprit, ("", ""))
-        tb = (outcome.fault.traceback or "") if outcome.fault else ""
-        failed[culprit] = EngineInfo(culprit, "", "", kind or "plugin", path, False,
-                                     error=f"importing it {outcome.describe()}\n\n{tb}".rstrip())
-
-
-def _plugin_at_fault(outcome: Any) -> str | None:
-    """The plugin whose import the worker was in when it froze or died (the tracker's phase)."""
-    fault = outcome.fault
-    text = fault.message if fault is not None else ""
-    marker = "plugin:"
-    if marker not in text:
-        return None
-    return text.split(marker, 1)[1].split("\t", 1)[0].split(" ", 1)[0].strip() or None

@@ -100,13 +100,13 @@ def _follow(args: argparse.Namespace, config: dict[str, Any], out: TextIO) -> in
     Ctrl+C asks the worker to stop (it ends the engine's session and sends the final trace, which
     is saved); a worker that does not stop within a second is killed, and what it streamed is saved.
     """
-    from inspector.worker.replays import _absolute
-    from inspector.worker.supervisor import STATUS_CANCELLED, STATUS_OK, Worker, run_workers
+    from inspector.worker.commands import follow_in_worker
+    from inspector.worker.supervisor import STATUS_CANCELLED, STATUS_OK, Worker
 
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
-    job = {"job": "follow", "source": args.source, "engine": args.engine, "config": config,
-           "plugin_dirs": _absolute(plugin_dirs), "format": args.format, "session_id": args.session_id,
-           "interval": args.interval, "settle": args.settle, "max_seconds": args.max_seconds}
+    job = {"source": args.source, "engine": args.engine, "plugin_dirs": plugin_dirs, "format": args.format,
+           "session_id": args.session_id, "interval": args.interval, "settle": args.settle,
+           "max_seconds": args.max_seconds}
     printed = {"turns": 0, "played": 0, "refused": False}
 
     def on_frame(worker: Worker, frame: dict[str, Any]) -> None:
@@ -136,10 +136,9 @@ def _follow(args: argparse.Namespace, config: dict[str, Any], out: TextIO) -> in
                       file=sys.stderr, flush=True)
 
     stop = threading.Event()
-    worker = Worker(job, config, label=args.engine or "engine", on_frame=on_frame)
     previous = _on_ctrl_c(stop)
     try:
-        outcome = run_workers([worker], cancel=stop)[0]
+        outcome = follow_in_worker(job, config, stop=stop, on_frame=on_frame)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
