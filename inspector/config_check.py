@@ -46,6 +46,8 @@ RANGE_EFFECTS: dict[str, Callable[[float], str]] = {
 }
 INSPECTOR_KEYS: dict[str, tuple[str, float | None, float | None]] = {
     "inspector.hook_timeout_seconds": ("num", 0, None),
+    "inspector.load_timeout_seconds": ("num", 0, None),
+    "inspector.worker_memory_mb": ("num", 0, None),
     "inspector.tokenizer": ("str", None, None),
     "inspector.cache_profile": ("str", None, None),
     "inspector.host_profile": ("str", None, None),
@@ -61,6 +63,7 @@ KNOWN = {
                     "proactive_prune_min_reclaim_tokens", "micro_compact", "idle_compact_after_seconds", "tail_mode"),
     "prompt_caching": ("cache_ttl",),
     "inspector": ("tokenizer", "cache_profile", "cache_rules", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines", "usage",
+                  "load_timeout_seconds", "worker_memory_mb", "sandbox",
                   "offline_fallback_counts", "aux_offline_stand_in", "host_profile"),
 }
 # Newer Hermes settings the inspector reads but does not model yet, with the value its results

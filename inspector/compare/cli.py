@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report here")
     parser.add_argument("--out", metavar="BUNDLE", help="save the comparison (all runs) to one file (.json or .json.gz)")
     parser.add_argument("--turns", action="store_true", help="also print the per-turn table (text mode)")
-    parser.add_argument("--workers", type=int, default=4, help="replays run in parallel (default 4)")
+    parser.add_argument("--workers", type=int, default=4, help="replays run in parallel, one worker process each (default 4)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -117,11 +117,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {assumed}", file=sys.stderr)
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     quiet = args.quiet
-    from inspector.engines.stdout_guard import stdout_to_stderr
-
-    with stdout_to_stderr():  # what engines print must not mix with the table or the JSON
-        comparison = run_comparison(session, specs, config, plugin_dirs=plugin_dirs, progress=_progress(quiet),
-                                    max_workers=args.workers)
+    # Each run is a worker process: what engines print reaches stderr, never the table or the JSON.
+    comparison = run_comparison(session, specs, config, plugin_dirs=plugin_dirs, progress=_progress(quiet),
+                                max_workers=args.workers)
     failed = [r for r in comparison.runs if not r.ok]
     for r in failed:
         print(f"error: run {r.label!r} ({r.spec.describe()}): {r.error}", file=sys.stderr)

@@ -4,22 +4,17 @@ A *run spec* is an engine name, config overrides and a label, written on the com
 ``NAME[:key=value,key=value]`` (``compressor:compression.threshold=0.6``). The runner loads every
 engine on the calling thread first, because plugin import and the compatibility modules are
 process-global state, then replays the runs in worker threads. Each run gets its own cache
-simulator (the cache is state carried across requests) while runs with the same tokenizer share
-one token counter (counts are pure functions of the text, so sharing only saves work).
+simulator (the cache is state carried across requests).
 
 One run failing — an engine that does not load, a replay that crashes, a hook blocked for good
-in a call nothing can interrupt — is recorded on that run and never costs the others their
-results. Replays run on daemon threads: a run abandoned inside a stuck hook is left behind and
-does not keep the process alive.
+in a call nothing can interrupt, a worker that dies — is recorded on that run and never costs
+the others their results: each run is a worker process (:mod:`inspector.worker`).
 """
 
 from __future__ import annotations
 
-import queue
 import re
 import threading
-import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -31,7 +26,6 @@ from inspector.trace.model import Trace
 
 if TYPE_CHECKING:
     from inspector.compare.align import Alignment
-    from inspector.host.replay import StuckWatch
 
 # progress(label, turns done, turns total); called from worker threads.
 ProgressFn = Callable[[str, int, int], None]
@@ -43,6 +37,8 @@ STATUS_CRASHED = "crashed"
 STATUS_CANCELLED = "cancelled"
 STATUS_REFUSED = "refused"  # the host would not start an agent with this engine (trace kept)
 STATUS_ABANDONED = "abandoned"  # a hook never returned; the partial trace ends with its timeout fault
+STATUS_WORKER_DIED = "worker_died"  # the run's worker ended (os._exit, a signal, a BaseException); trace kept
+STATUS_MEMORY = "memory"  # the run's worker outgrew its memory limit and was killed; trace kept
 
 # "key=value" pieces are separated by commas; a comma only separates when a new key follows,
 # so a value may itself contain commas (``a.b=[1, 2]``).
@@ -266,12 +262,8 @@ def session_info(session: Any) -> dict[str, Any]:
     }
 
 
-def _tokenizer_of(config: dict[str, Any]) -> str:
-    return str((config.get("inspector") or {}).get("tokenizer") or "cl100k_base")
 
 
-def _format_exc(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
 def run_comparison(
@@ -283,18 +275,18 @@ def run_comparison(
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
     max_workers: int = 4,
-    abandon_grace: float | None = None,
+    echo: Any = None,
 ) -> Comparison:
-    """Replay ``session`` once per spec and collect the runs into a :class:`Comparison`.
+    """Replay ``session`` once per spec, each in its own worker process, and collect the runs.
 
-    Engines load sequentially here (plugin import is global state); replays then run in up to
-    ``max_workers`` threads, each inside its engine's own compat context. Labels are made unique
-    first. ``cancel`` stops every replay at its next turn; the partial traces are kept. A run
-    whose hook is still blocked ``abandon_grace`` seconds past its timeout is abandoned.
+    Up to ``max_workers`` workers run at once, so the runs of a comparison use every core. Each
+    worker loads its engine itself (a plugin that hangs or exits at import fails that run only)
+    and has its own cache simulator. Labels are made unique first. ``cancel`` stops every replay
+    at its next turn; the partial traces are kept. A run whose hook blocks past its deadline,
+    whose worker dies or outgrows its memory limit keeps the trace it streamed, ending with
+    that fault (:mod:`inspector.worker.supervisor`); the other runs go on.
     """
-    from inspector.engines.discovery import load_engine
-    from inspector.host.guard import ABANDON_GRACE, HookAbandoned
-    from inspector.host.replay import ReplayCancelled, StuckWatch, make_counter, replay
+    from inspector.worker.replays import RunRequest, replay_in_workers
 
     if not specs:
         raise ValueError("a comparison needs at least one run")
@@ -302,115 +294,53 @@ def run_comparison(
         raise ValueError(f"at most {MAX_RUNS} runs in one comparison, got {len(specs)}")
     specs = unique_labels(specs)
     results = [RunResult(spec=s) for s in specs]
-    loaded: list[Any] = [None] * len(specs)
-    counters: dict[str, Any] = {}
-
-    for i, spec in enumerate(specs):
-        res = results[i]
-        started = time.perf_counter()
+    todo: list[int] = []
+    for i, (spec, res) in enumerate(zip(specs, results)):
         try:
             res.config = spec.config_for(base_config)
         except Exception as exc:
             res.status, res.error = STATUS_LOAD_FAILED, f"bad config overrides for {spec.label!r}: {exc}"
             continue
-        if cancel is not None and cancel.is_set():
-            res.status, res.error = STATUS_CANCELLED, "cancelled before the engine loaded"
-            continue
-        try:
-            loaded[i] = load_engine(spec.engine, res.config, plugin_dirs=tuple(plugin_dirs))
-            res.warnings.extend(str(w) for w in getattr(loaded[i], "warnings", []) or [])
-        except Exception as exc:
-            res.status = STATUS_LOAD_FAILED
-            res.error = str(exc).split("\n", 1)[0] or type(exc).__name__
-            res.details = str(exc) if "\n" in str(exc) else _format_exc(exc)
-            res.seconds = time.perf_counter() - started
-            continue
-        tokenizer = _tokenizer_of(res.config)
-        if tokenizer not in counters:
-            try:
-                counters[tokenizer] = make_counter(res.config)
-            except Exception as exc:
-                res.status, res.error = STATUS_LOAD_FAILED, f"tokenizer {tokenizer!r} unavailable: {exc}"
-                _close(loaded[i])
-                loaded[i] = None
-                continue
-
-    watches = {i: StuckWatch() for i in range(len(specs))}
-
-    def work(i: int) -> None:
-        res, eng, watch = results[i], loaded[i], watches[i]
-        watch.attach()
-        cfg = res.config or base_config
-        report = (lambda done, total, _label=res.label: progress(_label, done, total)) if progress else None
-        started = time.perf_counter()
-        try:
-            activate = getattr(eng, "activate", None)
-            if callable(activate):
-                with activate():
-                    trace = replay(session, eng, cfg, counter=counters[_tokenizer_of(cfg)], progress=report,
-                                   cancel=cancel, label=res.label, watch=watch)
-            else:
-                trace = replay(session, eng, cfg, counter=counters[_tokenizer_of(cfg)], progress=report,
-                               cancel=cancel, label=res.label, watch=watch)
-            res.trace = _stamp(trace, res)
-            if trace.meta.get("stopped"):
-                res.status, res.error = STATUS_REFUSED, f"the host refused to start: {trace.meta['stopped']}"
-        except ReplayCancelled as exc:
-            res.trace = _stamp(exc.trace, res)
-            res.status, res.error = STATUS_CANCELLED, "cancelled by the user (partial trace kept)"
-        except HookAbandoned:
-            return  # the run was given up on; its result is already recorded and the engine is left alone
-        except Exception as exc:
-            res.status = STATUS_CRASHED
-            res.error = f"replay crashed: {type(exc).__name__}: {exc}"
-            res.details = _format_exc(exc)
-        if not watch.abandoned:
-            res.seconds = time.perf_counter() - started
-            _close(eng)
-
-    todo = [i for i, eng in enumerate(loaded) if eng is not None]
-    _run_all(todo, work, watches, results, max(1, min(max_workers, len(todo) or 1)),
-             ABANDON_GRACE if abandon_grace is None else abandon_grace)
+        todo.append(i)
+    runs = [RunRequest(specs[i].engine, results[i].config or base_config, specs[i].label) for i in todo]
+    outcomes = replay_in_workers(session, runs, plugin_dirs, progress=progress, cancel=cancel,
+                                 parallel=max(1, min(max_workers, len(runs) or 1)), echo=echo)
+    for i, outcome in zip(todo, outcomes):
+        _record(results[i], outcome)
     return Comparison(runs=results, session=session_info(session),
                       meta={"specs": [s.public_json() for s in specs], "plugin_dirs": [str(d) for d in plugin_dirs]})
 
 
-def _run_all(todo: list[int], work: Callable[[int], None], watches: dict[int, StuckWatch], results: list[RunResult],
-             workers: int, grace: float) -> None:
-    """Run ``work(i)`` for each index on at most ``workers`` daemon threads; abandon the stuck ones.
+def _record(res: RunResult, outcome: Any) -> None:
+    """A worker's outcome as the run's status, error and trace."""
+    from inspector.worker import supervisor as sv
 
-    ``ThreadPoolExecutor`` joins its workers at exit, so one hook blocked for good would keep
-    the process alive after the report; here such a run is recorded as abandoned, its thread
-    left behind, and the next run takes its place.
-    """
-    pending = list(todo)
-    running: dict[int, float] = {}  # run index -> when it started
-    finished: queue.SimpleQueue[int] = queue.SimpleQueue()
-
-    def body(i: int) -> None:
-        try:
-            work(i)
-        finally:
-            finished.put(i)
-
-    while pending or running:
-        while pending and len(running) < workers:
-            i = pending.pop(0)
-            running[i] = time.perf_counter()
-            threading.Thread(target=body, args=(i,), name=f"compare-run_{i}", daemon=True).start()
-        try:
-            running.pop(finished.get(timeout=0.1), None)
-        except queue.Empty:
-            pass
-        for i, started in list(running.items()):
-            watch = watches[i]
-            if watch.abandon_if_stuck(grace):
-                res = results[i]
-                res.status, res.error = STATUS_ABANDONED, f"abandoned with a hook stuck: {watch.stuck.message()}"
-                res.details = watch.stuck.stack or ""
-                res.trace = _stamp(watch.trace, res) if watch.trace is not None else None
-                res.seconds = time.perf_counter() - started
-                del running[i]
+    res.seconds = outcome.seconds
+    res.warnings.extend(outcome.warnings)
+    error = outcome.error
+    if outcome.trace is not None:
+        res.trace = _stamp(outcome.trace, res)
+    if error is not None and error.get("kind") in ("load", "user", "session"):
+        text = str(error.get("message") or error.get("exception") or "")
+        res.status = STATUS_LOAD_FAILED
+        res.error = text.split("\n", 1)[0] or str(error.get("exception"))
+        res.details = text if "\n" in text else str(error.get("traceback") or "")
+        res.trace = None
+    elif error is not None:
+        res.status = STATUS_CRASHED
+        res.error = f"replay crashed: {error.get('exception')}: {error.get('message')}"
+        res.details = str(error.get("traceback") or "")
+        res.trace = None
+    elif outcome.status == sv.STATUS_CANCELLED:
+        res.status, res.error = STATUS_CANCELLED, "cancelled by the user (partial trace kept)"
+    elif outcome.status == sv.STATUS_OK:
+        if res.trace is not None and res.trace.meta.get("stopped"):
+            res.status, res.error = STATUS_REFUSED, f"the host refused to start: {res.trace.meta['stopped']}"
+    else:
+        res.status = {sv.STATUS_TIMEOUT: STATUS_ABANDONED, sv.STATUS_MEMORY: STATUS_MEMORY}.get(
+            outcome.status, STATUS_WORKER_DIED)
+        res.error = outcome.describe()
+        res.details = (outcome.fault.traceback or "") if outcome.fault is not None else ""
 
 
 def _stamp(trace: Trace, res: RunResult) -> Trace:
@@ -418,12 +348,3 @@ def _stamp(trace: Trace, res: RunResult) -> Trace:
     trace.meta["label"] = res.label
     trace.meta["run_spec"] = res.spec.public_json()
     return trace
-
-
-def _close(loaded: Any) -> None:
-    close = getattr(loaded, "close", None)
-    if callable(close):
-        try:
-            close()
-        except Exception:
-            pass

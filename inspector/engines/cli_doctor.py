@@ -6,8 +6,6 @@ import argparse
 import json
 import sys
 
-from inspector.engines.stdout_guard import stdout_to_stderr
-
 HELP = "Diagnose a context engine: loading, host imports, deep copy, ABC, every hook, returned messages, threads."
 
 _MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
@@ -24,7 +22,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from inspector.config import ConfigError, cfg_get, load_config
-    from inspector.engines.doctor import run_doctor
 
     try:
         config = load_config(args.config)
@@ -32,8 +29,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     timeout = args.timeout if args.timeout is not None else min(30.0, float(cfg_get(config, "inspector.hook_timeout_seconds", 10) or 10))
-    with stdout_to_stderr():  # what the engine prints must not mix with the report
-        report = run_doctor(args.engine, config, args.plugin_dir, timeout=timeout)
+    from inspector.worker.commands import doctor_in_worker
+
+    report = doctor_in_worker(args.engine, config, args.plugin_dir, timeout)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
         return 1 if report.failed else 0
@@ -49,3 +47,4 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{c['pass']} passed, {c['warn']} warnings, {c['fail']} failed"
           + ("" if args.verbose else " (use -v for tracebacks)"))
     return 1 if report.failed else 0
+

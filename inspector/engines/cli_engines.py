@@ -6,8 +6,6 @@ import argparse
 import json
 import sys
 
-from inspector.engines.stdout_guard import stdout_to_stderr
-
 HELP = ("List every discoverable context engine with its description, source, whether it loads and whether it "
         "reports itself available (is_available()).")
 
@@ -22,15 +20,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from inspector.config import ConfigError, load_config
     from inspector.engines.availability import YES
-    from inspector.engines.discovery import discover_engines, plugin_dir_problems
+    from inspector.engines.discovery import plugin_dir_problems
 
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    with stdout_to_stderr():  # plugins may print while they load
-        infos = discover_engines(config, args.plugin_dir)
+    from inspector.worker.commands import discover_in_workers
+
+    infos = discover_in_workers(config, args.plugin_dir)
     for problem in plugin_dir_problems(config, args.plugin_dir):
         print(f"warning: {problem}", file=sys.stderr)
     if args.json:
@@ -73,3 +72,4 @@ def _headline(error: str) -> str:
         return error
     first, last = lines[0], lines[-1]
     return first if first == last or last in first else f"{first}\n{last}"
+

@@ -9,7 +9,6 @@ import sys
 from typing import Any
 
 from inspector.config import add_config_arguments
-from inspector.engines.stdout_guard import stdout_to_stderr
 from inspector.outputs import output_problem
 from inspector.terminal import printable
 
@@ -46,41 +45,41 @@ def _progress(label: str, quiet: bool):
 
 
 def run_engines(session: Any, names: list[str], config: dict, plugin_dirs: list[str], quiet: bool = True) -> list:
-    """Load each engine fresh (engines are stateful) and replay; returns traces in order."""
-    from inspector.engines.availability import unavailable_note
-    from inspector.engines.discovery import load_engine
-    from inspector.host.replay import replay
+    """Replay each engine in its own worker process (all at once); returns traces in order.
 
+    Raises :class:`EngineLoadError`-like errors as :class:`ReplayFailed`; a worker that froze or
+    died leaves its partial trace, ending with that fault, and its status in ``trace.meta``.
+    """
+    from inspector.worker.replays import RunRequest, replay_in_workers
+
+    labels = unique_labels(names)
+    report = None if quiet else _progress_by_label(labels)
+    outcomes = replay_in_workers(session, [RunRequest(n, config, label) for n, label in zip(names, labels)],
+                                 plugin_dirs, progress=report)
     traces = []
-    for name in names:
-        loaded = load_engine(name, config, plugin_dirs=plugin_dirs)
-        unavailable = unavailable_note(name, loaded.availability)
-        if unavailable:
-            print(f"note: {unavailable}", file=sys.stderr)
-        try:
-            traces.append(replay(session, loaded, config, progress=_progress(name, quiet), label=name))
-        except Exception as exc:
-            from inspector.cli import _is_user_error
-
-            if _is_user_error(exc):  # a setting (cache profile, tokenizer): said as the setting's error
-                raise
-            # The host guards every hook; what escapes is the engine failing where Hermes would
-            # crash too (a property that raises, a registered object that is no engine).
-            raise ReplayCrashed(name, exc) from exc
-        finally:
-            close = getattr(loaded, "close", None)
-            if callable(close):
-                close()  # the sandbox HERMES_HOME; its files are listed in the trace
+    for name, outcome in zip(names, outcomes):
+        for note in outcome.notes:
+            print(f"note: {note}", file=sys.stderr)
+        error = outcome.error
+        if error is not None and error.get("kind") in ("load", "user", "session"):
+            raise ReplayFailed(str(error.get("message") or error.get("exception")))
+        if error is not None:  # the host guards every hook; what escapes is the engine failing where Hermes would crash too
+            where = error.get("where")
+            raise ReplayFailed(f"replay with engine {name!r} crashed: {error.get('exception')}: {error.get('message')}"
+                               + (f" ({where})" if where else ""))
+        if outcome.trace is None:
+            raise ReplayFailed(f"replay with engine {name!r} failed: {outcome.describe()}")
+        traces.append(outcome.trace)
     return traces
 
 
-class ReplayCrashed(Exception):
-    """A replay stopped outside any guarded hook; names the engine and the innermost plugin frame."""
+def _progress_by_label(labels: list[str]):
+    reporters = {label: _progress(label, False) for label in labels}
+    return lambda label, done, total: reporters[label](done, total)
 
-    def __init__(self, engine: str, exc: BaseException) -> None:
-        where = innermost_frame(exc)
-        super().__init__(f"replay with engine {engine!r} crashed: {type(exc).__name__}: {exc}"
-                         + (f" ({where})" if where else ""))
+
+class ReplayFailed(Exception):
+    """A replay that produced no trace: an engine that does not load, a setting, a crash outside the hooks."""
 
 
 def innermost_frame(exc: BaseException) -> str | None:
@@ -227,7 +226,6 @@ def describe_usage_model(um: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from inspector.config import command_config
-    from inspector.engines.discovery import EngineLoadError
     from inspector.host.replay import model_note
     from inspector.sessions import load_session, require_conversation
     from inspector.sessions.model import ReaderError
@@ -264,10 +262,9 @@ def run(args: argparse.Namespace) -> int:
     assumed = model_note(session, str((config.get("model") or {}).get("default") or ""))
     if assumed:
         print(f"note: {assumed}", file=sys.stderr)
-    try:
-        with stdout_to_stderr():  # what engines print must not mix with the table or the JSON
-            traces = run_engines(session, engines, config, plugin_dirs, quiet=args.quiet or args.json)
-    except (EngineLoadError, ReplayCrashed) as exc:
+    try:  # engines run in workers: what they print reaches stderr, never the table or the JSON
+        traces = run_engines(session, engines, config, plugin_dirs, quiet=args.quiet or args.json)
+    except ReplayFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"note: {describe(config['x_assumed'])}", file=sys.stderr)
@@ -293,8 +290,9 @@ def run(args: argparse.Namespace) -> int:
              "assumed": config["x_assumed"]}
     code = _report(args, traces, names, about)
     stopped = [(name, t.meta["stopped"]) for name, t in zip(names, traces) if t.meta.get("stopped")]
+    stopped += [(name, t.meta["stopped_by_worker"]) for name, t in zip(names, traces) if t.meta.get("stopped_by_worker")]
     for name, why in stopped:
-        print(f"error: engine {name!r}: {why}", file=sys.stderr)
+        print(f"error: engine {name!r}: {printable(why)}", file=sys.stderr)
     return 2 if stopped else code
 
 
@@ -350,8 +348,8 @@ def _report(args: argparse.Namespace, traces: list, names: list[str], session: d
         from inspector.trace.summary import fault_rows, output_rows, per_turn_rows, summarise
 
         json.dump({"session": session,
-                   "runs": [{"engine": n, "host_profile": t.meta.get("host_profile"), "summary": summarise(t),
-                             "turns": per_turn_rows(t), "faults": fault_rows(t),
+                   "runs": [{"engine": n, "status": run_status(t), "host_profile": t.meta.get("host_profile"),
+                             "summary": summarise(t), "turns": per_turn_rows(t), "faults": fault_rows(t),
                              "output": output_rows(t), "usage_model": t.meta.get("usage_model"),
                              "cache_vs_recorded": recorded_vs_simulated(t), "cache_accuracy": accuracy(t),
                              "threshold_crossing": threshold_crossing(t)}
@@ -364,6 +362,13 @@ def _report(args: argparse.Namespace, traces: list, names: list[str], session: d
     print_faults(traces, names)
     print_output_count(traces, names)
     return 0
+
+
+def run_status(trace: Any) -> str:
+    """``ok``, or how the run ended early: the worker killed (timeout, memory) or dead, the host refusing."""
+    if trace.meta.get("worker_status"):
+        return str(trace.meta["worker_status"])
+    return "refused" if trace.meta.get("stopped") else "ok"
 
 
 FAULTS_SHOWN = 10

@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import signal
 import sys
 import threading
 from typing import Any, TextIO
 
 from inspector.config import add_config_arguments
-from inspector.engines.stdout_guard import stdout_to_stderr
+from inspector.terminal import printable
 
 HELP = "Follow a session another program is writing (Hermes state.db[#id] or a growing JSONL) and replay new turns"
 
@@ -77,9 +78,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(f"error: --out {args.out}: {problem}", file=sys.stderr)
         return 2
     turn_out = _own_stream(out)  # the per-turn rows stay on stdout; what engines print goes to stderr
-    try:
-        with stdout_to_stderr():
-            return _follow(args, config, turn_out)
+    try:  # engines run in a worker: what they print reaches stderr, never the per-turn rows
+        return _follow(args, config, turn_out)
     finally:
         if turn_out is not out:
             turn_out.close()
@@ -95,58 +95,84 @@ def _own_stream(out: TextIO) -> TextIO:
 
 
 def _follow(args: argparse.Namespace, config: dict[str, Any], out: TextIO) -> int:
-    from inspector.engines.discovery import EngineLoadError, load_engine
-    from inspector.live.follow import Follower
+    """The follower runs in a worker process; this process prints its turns and writes ``--out``.
+
+    Ctrl+C asks the worker to stop (it ends the engine's session and sends the final trace, which
+    is saved); a worker that does not stop within a second is killed, and what it streamed is saved.
+    """
+    from inspector.worker.commands import follow_in_worker
+    from inspector.worker.supervisor import STATUS_CANCELLED, STATUS_OK, Worker
 
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
-    try:
-        loaded = load_engine(args.engine, config, plugin_dirs=plugin_dirs)
-    except EngineLoadError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    follower = Follower(args.source, loaded, config, format=args.format, session_id=args.session_id,
-                        interval=args.interval, settle=args.settle, label=args.engine)
-    printed = {"turns": 0, "error": None}
-    name = getattr(loaded.info, "name", None) or args.engine or "engine"
-    print(f"following {args.source} with engine {name} every {follower.interval:g} s, settling {follower.settle:g} s "
-          "(Ctrl+C to stop)", file=sys.stderr)
+    job = {"source": args.source, "engine": args.engine, "plugin_dirs": plugin_dirs, "format": args.format,
+           "session_id": args.session_id, "interval": args.interval, "settle": args.settle,
+           "max_seconds": args.max_seconds}
+    printed = {"turns": 0, "played": 0, "refused": False}
 
-    def on_update(trace: Any, added: int) -> None:
-        for turn in range(printed["turns"], printed["turns"] + added):
-            print(turn_line(trace, turn), file=out, flush=True)
-        printed["turns"] += added
-
-    def on_error(message: str | None) -> None:
-        if message is None:
-            print("the source is readable again", file=sys.stderr, flush=True)
-        elif follower.refused:
-            print(f"error: {message}", file=sys.stderr, flush=True)
-        elif follower.played:
-            print(f"warning: cannot read {args.source}: {message} (still polling)", file=sys.stderr, flush=True)
-        else:  # nothing played yet: say what it waits for (each different reason once)
-            print(f"waiting: cannot read {args.source}: {message} (still polling)", file=sys.stderr, flush=True)
+    def on_frame(worker: Worker, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        if kind == "following":
+            name = frame.get("engine") or args.engine or "engine"
+            print(f"following {args.source} with engine {name} every {frame.get('interval', 0):g} s, settling "
+                  f"{frame.get('settle', 0):g} s (Ctrl+C to stop)", file=sys.stderr)
+        elif kind == "update" and worker.assembler is not None:
+            trace = worker.assembler.trace
+            added = int(frame.get("added") or 0)
+            for turn in range(printed["turns"], printed["turns"] + added):
+                print(turn_line(trace, turn), file=out, flush=True)
+            printed["turns"] += added
+        elif kind == "source_error":
+            message = frame.get("message")
+            printed["refused"] = bool(frame.get("refused"))
+            if message is None:
+                print("the source is readable again", file=sys.stderr, flush=True)
+            elif frame.get("refused"):
+                print(f"error: {printable(str(message))}", file=sys.stderr, flush=True)
+            elif frame.get("played"):
+                print(f"warning: cannot read {args.source}: {printable(str(message))} (still polling)",
+                      file=sys.stderr, flush=True)
+            else:  # nothing played yet: say what it waits for (each different reason once)
+                print(f"waiting: cannot read {args.source}: {printable(str(message))} (still polling)",
+                      file=sys.stderr, flush=True)
 
     stop = threading.Event()
+    previous = _on_ctrl_c(stop)
     try:
-        follower.run(stop, on_update, max_seconds=args.max_seconds, on_error=on_error)
+        outcome = follow_in_worker(job, config, stop=stop, on_frame=on_frame)
     finally:
-        final = follower.close()
-        close = getattr(loaded, "close", None)
-        if callable(close):
-            close()
-        if args.out and final is not None:  # Ctrl+C is how a follow usually ends: save then too
-            from inspector.trace.io import save_trace
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    error = outcome.error
+    if error is not None and error.get("kind") == "load":
+        print(f"error: {error.get('message')}", file=sys.stderr)
+        return 2
+    final = outcome.trace
+    if args.out and final is not None:  # Ctrl+C is how a follow usually ends: save then too
+        from inspector.trace.io import save_trace
 
-            try:
-                save_trace(final, args.out)
-                print(f"trace written: {args.out}", file=sys.stderr)
-            except OSError as exc:
-                print(f"error: {args.out}: cannot write the trace: {exc.strerror or exc}", file=sys.stderr)
-    if follower.refused:
+        try:
+            save_trace(final, args.out)
+            print(f"trace written: {args.out}", file=sys.stderr)
+        except OSError as exc:
+            print(f"error: {args.out}: cannot write the trace: {exc.strerror or exc}", file=sys.stderr)
+    done = outcome.done or {}
+    if outcome.status not in (STATUS_OK, STATUS_CANCELLED) or outcome.fault is not None or error is not None:
+        print(f"error: the follow's worker ended: {printable(outcome.describe())}", file=sys.stderr)
+        return 2
+    if done.get("refused"):
         return 2  # said as it happened
-    if follower.last_error:
-        ended = "error" if not follower.played else f"replayed {follower.played} turn(s), then the source broke"
-        print(f"{ended}: {follower.last_error}", file=sys.stderr)
+    played = int(done.get("played") or 0)
+    if done.get("last_error"):
+        ended = "error" if not played else f"replayed {played} turn(s), then the source broke"
+        print(f"{ended}: {printable(str(done['last_error']))}", file=sys.stderr)
         return 1
-    print(f"replayed {follower.played} turn(s)", file=sys.stderr)
+    print(f"replayed {played} turn(s)", file=sys.stderr)
     return 0
+
+
+def _on_ctrl_c(stop: threading.Event) -> Any:
+    """Ctrl+C sets ``stop`` (the worker then ends cleanly); returns the handler it replaced."""
+    try:
+        return signal.signal(signal.SIGINT, lambda _sig, _frame: stop.set())
+    except ValueError:  # not the main thread
+        return None

@@ -1393,14 +1393,17 @@ def _expect(cond: bool, what: str) -> None:
 
 
 def _decode_lists(
-    encoded: Any, messages: dict[str, Any], keys: Sequence[str] | None = None
+    encoded: Any, messages: dict[str, Any], keys: Sequence[str] | None = None,
+    prior: Sequence[tuple[str, ...]] = (),
 ) -> list[tuple[str, ...]]:
-    """Rebuild the key lists; negative items are message indices into ``keys``."""
+    """Rebuild the key lists; negative items are message indices into ``keys``. ``prior``: the
+    lists before these (a trace streamed in batches), which their deltas may refer to."""
     _expect(isinstance(encoded, list), "'lists' is not a list")
-    lists: list[tuple[str, ...]] = []
+    lists: list[tuple[str, ...]] = list(prior)
+    first = len(lists)
     n_keys = len(keys) if keys is not None else 0
     total = 0
-    for i, entry in enumerate(encoded):
+    for i, entry in enumerate(encoded, start=first):
         _expect(isinstance(entry, list) and entry and type(entry[0]) is int, f"list {i} has no base")
         back = entry[0]
         _expect(0 <= back <= i, f"list {i} refers to list {i}-{back!r}")
@@ -1441,7 +1444,7 @@ def _decode_lists(
         _expect(total <= MAX_LIST_ENTRIES, f"its message lists hold more than {MAX_LIST_ENTRIES:,} entries in all "
                 f"(by list {i}); refused, as a crafted file would be (INSPECTOR_MAX_TRACE_ENTRIES)")
         lists.append(tuple(out))
-    return lists
+    return lists[first:]
 
 
 def _decode_run(

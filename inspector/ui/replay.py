@@ -54,28 +54,40 @@ class ReplayCancelledError(Exception):
         self.trace = trace
 
 
+class ReplayFaultedError(Exception):
+    """The replay's worker froze, died or outgrew its memory: the partial trace ends with that fault."""
+
+    def __init__(self, trace: Trace | None, message: str, stack: str) -> None:
+        super().__init__(message)
+        self.trace, self.message, self.stack = trace, message, stack
+
+
 def run_replay(req: ReplayRequest, progress: Any = None, cancel: threading.Event | None = None,
                watch: StuckWatch | None = None) -> Trace:
-    """Load the config and the engine, replay the session, return the trace (any thread)."""
+    """Load the config, replay the session in a worker process, return the trace (any thread).
+
+    The engine never runs in the window's process (:mod:`inspector.worker`); ``watch`` is unused
+    (the worker's supervisor kills a frozen run) and kept for callers that pass one.
+    """
     from inspector.config import load_config
-    from inspector.engines.discovery import load_engine
-    from inspector.host import replay as host_replay
+    from inspector.worker import supervisor
+    from inspector.worker.replays import RunRequest, replay_in_workers
 
     config = load_config(req.config_path)
     plugin_dirs = list(req.plugin_dirs) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
-    loaded = load_engine(req.engine or None, config, plugin_dirs)
-    try:
-        return host_replay.replay(req.session, loaded, config, progress=progress, cancel=cancel, label=req.engine,
-                                  watch=watch)
-    except getattr(host_replay, "ReplayCancelled", ()) as exc:  # type: ignore[misc]
-        raise ReplayCancelledError(getattr(exc, "trace", None)) from None
-    finally:
-        close = getattr(loaded, "close", None)
-        if callable(close):
-            try:
-                close()
-            except Exception:  # noqa: BLE001 - cleanup of a sandbox must not mask the result
-                pass
+    report = (lambda _label, done, total: progress(done, total)) if progress is not None else None
+    outcome = replay_in_workers(req.session, [RunRequest(req.engine or None, config, req.engine or "engine")],
+                                plugin_dirs, progress=report, cancel=cancel)[0]
+    error = outcome.error
+    if error is not None:
+        raise RuntimeError(f"{error.get('exception')}: {error.get('message')}")
+    if outcome.fault is not None:  # killed (past a deadline, or a cancel it could not hear) or dead
+        raise ReplayFaultedError(outcome.trace, outcome.describe(), outcome.fault.traceback or "")
+    if outcome.status == supervisor.STATUS_CANCELLED:
+        raise ReplayCancelledError(outcome.trace)
+    if outcome.trace is None:
+        raise RuntimeError(outcome.describe())
+    return outcome.trace
 
 
 class _Worker(QObject):
@@ -83,6 +95,7 @@ class _Worker(QObject):
     done = Signal(object)
     failed = Signal(str, str)
     cancelled = Signal(object)
+    faulted = Signal(object, str, str)
 
     def __init__(self, req: ReplayRequest, cancel: threading.Event) -> None:
         super().__init__()
@@ -104,6 +117,8 @@ class _Worker(QObject):
             return  # the window gave up on this job and already shows what it had
         except ReplayCancelledError as exc:
             self.cancelled.emit(exc.trace)
+        except ReplayFaultedError as exc:
+            self.faulted.emit(exc.trace, exc.message, exc.stack)
         except BaseException as exc:  # noqa: BLE001 - an engine may raise anything; the window reports it
             self.failed.emit(f"{type(exc).__name__}: {exc}", traceback.format_exc())
         else:
@@ -223,6 +238,7 @@ class ReplayRunner(ThreadedRunner):
         worker = _Worker(req, self._new_cancel_event())
         worker.progress.connect(self._on_progress)
         worker.cancelled.connect(self._on_cancelled)
+        worker.faulted.connect(self._on_faulted)
         self._launch(worker)
         self._poll.start(self.poll_ms)
 
@@ -247,6 +263,13 @@ class ReplayRunner(ThreadedRunner):
     def _on_progress(self, done: int, total: int) -> None:
         if self._current():
             self.progress.emit(done, total)
+
+    def _on_faulted(self, trace: Trace | None, message: str, stack: str) -> None:
+        """The worker was killed past a hook's deadline (or died): shown as an abandoned replay."""
+        if not self._current():
+            return
+        self._cleanup()
+        self.abandoned.emit(trace, message, stack)
 
     def _on_cancelled(self, trace: Trace | None) -> None:
         if not self._current():

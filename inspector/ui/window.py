@@ -950,14 +950,13 @@ class MainWindow(QMainWindow):
             self.show_message("Replay cancelled.", "info")
 
     def _replay_abandoned(self, trace: Trace | None, message: str, stack: str) -> None:
-        """A hook never returned: show what the replay had, the stuck hook as its last fault."""
+        """The replay's worker was killed (a hook past its deadline) or died: show what it streamed, the fault last."""
         self.replay_bar.set_idle_text("abandoned")
         self.statusBar().showMessage("Replay abandoned", 4000)
         if trace is not None and len(trace):
             self.set_trace(trace)
             self.cursor.set(trace.fault_events[-1] if trace.fault_events else len(trace) - 1)
-        self.show_message(f"Replay abandoned: {message} (it is left running in the background; its result is "
-                          "discarded).", "warning", stack)
+        self.show_message(f"Replay abandoned: {message}; the trace keeps the turns it finished.", "warning", stack)
 
     # -- comparison mode -------------------------------------------------------------------------------
     def _set_compare_view(self, view: CompareView | None) -> None:

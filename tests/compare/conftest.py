@@ -38,6 +38,13 @@ def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "cmp_broken": BROKEN_ENGINE.format(name="cmp_broken"),
         "cmp_raises": NEVER_ENGINE.format(name="cmp_raises").replace(
             "        return False", "        raise RuntimeError('should_compress exploded')"),
+        # Slow enough (0.1 s a provider call) that a cancel from the progress callback lands mid-run.
+        "cmp_slow": NEVER_ENGINE.format(name="cmp_slow").replace(
+            "        self.last_prompt_tokens =", "        __import__('time').sleep(0.1)\n        self.last_prompt_tokens ="),
+        # Blocked in C: a backtracking regex holds the interpreter lock, so only the worker's supervisor ends it.
+        "cmp_frozen": NEVER_ENGINE.format(name="cmp_frozen").replace(
+            "        return False", "        import re\n        re.match(r'(a+)+$', 'a' * 40 + 'b')  # blocks for good\n"
+            "        return False"),
         "cmp_stuck": NEVER_ENGINE.format(name="cmp_stuck").replace(
             "        return False", "        import threading\n        threading.Event().wait()  # blocks for good\n"
             "        return False"),

@@ -155,12 +155,12 @@ def test_doctor_reports_a_broken_engine_as_fail(qtbot, make_window, tmp_path: Pa
 
 
 def test_doctor_failure_inside_the_doctor_is_a_finding(qtbot, window, monkeypatch) -> None:
-    import inspector.engines.doctor as doctor_mod
+    import inspector.worker.commands as commands  # the doctor runs in a worker; this is the window's side of it
 
     def boom(*_a, **_k):
         raise RuntimeError("doctor exploded <b>here</b>")
 
-    monkeypatch.setattr(doctor_mod, "run_doctor", boom)
+    monkeypatch.setattr(commands, "doctor_in_worker", boom)
     assert window.run_doctor("compressor")
     qtbot.waitUntil(lambda: window.doctor_panel.report is not None, timeout=10_000)
     top = window.doctor_panel.tree.topLevelItem(0)

@@ -61,11 +61,11 @@ def normalise_report(report: Any, engine: str) -> dict[str, Any]:
 
 
 def run_doctor_safely(engine: str, config: dict[str, Any], plugin_dirs: list[str], timeout: float) -> dict[str, Any]:
-    """Run the doctor; an exception from it becomes a single failing finding."""
+    """Run the doctor in a worker process; an exception from it becomes a single failing finding."""
     try:
-        from inspector.engines.doctor import run_doctor
+        from inspector.worker.commands import doctor_in_worker
 
-        report = run_doctor(engine, config, plugin_dirs, timeout=timeout)
+        report = doctor_in_worker(engine, config, plugin_dirs, timeout)
         return normalise_report(report, engine)
     except BaseException as exc:  # noqa: BLE001 - the doctor's own failures are findings too
         return {"engine": engine, "source": "", "path": "", "findings": [{

@@ -51,35 +51,40 @@ class _FollowWorker(QObject):
 
     @Slot()
     def run(self) -> None:
-        from inspector.live.follow import Follower
+        """The follower runs in a worker process (:func:`inspector.worker.commands.follow_in_worker`)."""
+        from inspector.live.session import snapshot_trace
+        from inspector.worker.commands import follow_in_worker
 
-        follower = None
         try:
             self.status.emit(f"Loading {self.engine or 'the configured engine'}…")
-            follower = Follower(self.source, self.engine or None, self.config, plugin_dirs=self.plugin_dirs,
-                                interval=self.interval, settle=self.settle)
-            self.status.emit(f"Following {self.source} (polling every {self.interval:g}s)…")
+            played = {"turns": 0}
 
-            def on_update(snapshot: Trace, added: int) -> None:
-                self.update.emit(snapshot, int(added), int(follower.played))
+            def on_frame(worker: Any, frame: dict[str, Any]) -> None:
+                kind = frame.get("type")
+                if kind == "following":
+                    self.status.emit(f"Following {self.source} (polling every {self.interval:g}s)…")
+                elif kind == "update" and worker.assembler is not None:
+                    added = int(frame.get("added") or 0)
+                    played["turns"] += added
+                    self.update.emit(snapshot_trace(worker.assembler.trace), added, played["turns"])
+                elif kind == "source_error":
+                    message = frame.get("message")
+                    self.status.emit(f"Cannot read the source: {message} (still polling)" if message
+                                     else f"Following {self.source} (the source is readable again)…")
 
-            def on_error(message: str | None) -> None:
-                self.status.emit(f"Cannot read the source: {message} (still polling)" if message
-                                 else f"Following {self.source} (the source is readable again)…")
-
-            follower.run(self.stop, on_update, max_seconds=self.max_seconds, on_error=on_error)
-            if follower.last_error:
-                self.status.emit(f"Last read error: {follower.last_error}")
-            final = follower.close()
-            from inspector.live.session import snapshot_trace
-
-            self.done.emit(snapshot_trace(final) if final is not None else None)
+            job = {"source": self.source, "engine": self.engine or None, "plugin_dirs": self.plugin_dirs,
+                   "interval": self.interval, "settle": self.settle, "max_seconds": self.max_seconds}
+            outcome = follow_in_worker(job, self.config, stop=self.stop, on_frame=on_frame)
+            if outcome.error is not None:
+                self.failed.emit(f"{outcome.error.get('exception')}: {outcome.error.get('message')}",
+                                 str(outcome.error.get("traceback") or ""))
+                return
+            if outcome.fault is not None:
+                self.status.emit(f"The follow's worker ended: {outcome.describe()}")
+            elif (outcome.done or {}).get("last_error"):
+                self.status.emit(f"Last read error: {outcome.done['last_error']}")
+            self.done.emit(snapshot_trace(outcome.trace) if outcome.trace is not None else None)
         except BaseException as exc:  # noqa: BLE001 - a reader or engine error is shown, never raised into Qt
-            if follower is not None:
-                try:
-                    follower.close()
-                except Exception:  # noqa: BLE001
-                    pass
             self.failed.emit(f"{type(exc).__name__}: {exc}", traceback.format_exc())
 
 

@@ -1,0 +1,99 @@
+"""Worker-boundary benchmark (a script that prints figures, not a test).
+
+- The host replay of :mod:`inspector.bench.host_bench`'s 2,000-turn session, in process and
+  through a worker process (spawn, session sent as JSON, trace streamed back, all included), as
+  the growth of host_bench's ratio (host time / tokenising baseline); the target is at most 5 %.
+- A 3-engine comparison run with one worker at a time and with three at once (wall clock).
+
+Each figure is the median of ``--repeat`` alternating runs (the machine is shared: other load
+adds time to either side at random).
+
+Usage: python -m inspector.bench.worker_bench [--turns 2000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import tempfile
+import time
+
+from inspector.bench.host_bench import make_session
+from inspector.config import load_config
+
+PLUGIN = "from inspector.bench.host_bench import DropOldest  # noqa: F401 - found by the subclass scan\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    from inspector.engines.discovery import load_engine
+    from inspector.host.replay import replay
+    from inspector.tokens.counter import TokenCounter
+    from inspector.worker.replays import RunRequest, replay_in_workers
+
+    session = make_session(args.turns)
+    config = load_config(None, {"model": {"context_length": 128000}})
+    distinct = {repr(sorted(m.items())): m for m in session.messages}
+    with tempfile.TemporaryDirectory() as tmp:
+        engine_dir = os.path.join(tmp, "context_engine", "drop-oldest")
+        os.makedirs(engine_dir)
+        with open(os.path.join(engine_dir, "__init__.py"), "w", encoding="utf-8") as fh:
+            fh.write(PLUGIN)
+        plugins = [tmp]
+
+        def baseline() -> float:
+            counter = TokenCounter("cl100k_base")
+            gc.collect()
+            start = time.perf_counter()
+            for msg in distinct.values():
+                counter.count_message(msg)
+            return time.perf_counter() - start
+
+        def in_process() -> float:
+            start = time.perf_counter()
+            loaded = load_engine("drop-oldest", config, plugin_dirs=plugins)
+            replay(session, loaded, config)
+            loaded.close()
+            return time.perf_counter() - start
+
+        def in_worker(runs: int = 1, parallel: int = 1, engines: tuple[str, ...] = ("drop-oldest",)) -> float:
+            start = time.perf_counter()
+            outcomes = replay_in_workers(session, [RunRequest(engines[i % len(engines)], config, f"r{i}")
+                                                   for i in range(runs)], plugins, parallel=parallel)
+            took = time.perf_counter() - start
+            assert all(o.ok for o in outcomes), [o.describe() for o in outcomes]
+            return took
+
+        TokenCounter("cl100k_base")
+        rows = []
+        for _ in range(max(1, args.repeat)):
+            rows.append((baseline(), in_process(), in_worker()))
+        base = statistics.median(r[0] for r in rows)
+        host = statistics.median(r[1] for r in rows)
+        worker = statistics.median(r[2] for r in rows)
+        per_pair = [(r[2] / r[0]) / (r[1] / r[0]) - 1 for r in rows]
+        print(f"session: {args.turns} turns, {len(session.messages):,} messages; medians of {len(rows)} runs")
+        print(f"baseline (tokenise each distinct message once): {base:.2f} s")
+        print(f"replay in process (engine load included): {host:.2f} s -> ratio {host / base:.2f}")
+        print(f"replay in a worker (spawn, session out, trace back): {worker:.2f} s -> ratio {worker / base:.2f}")
+        print(f"ratio growth from the worker boundary: {worker / host - 1:+.1%} (median per pair "
+              f"{statistics.median(per_pair):+.1%}; target <= +5%)")
+
+        seq, par = [], []
+        for _ in range(max(1, args.repeat)):
+            seq.append(in_worker(3, parallel=1, engines=("drop-oldest", "compressor", "drop-oldest")))
+            par.append(in_worker(3, parallel=3, engines=("drop-oldest", "compressor", "drop-oldest")))
+        print(f"3-engine compare: one worker at a time {statistics.median(seq):.2f} s, three at once "
+              f"{statistics.median(par):.2f} s -> speed-up {statistics.median(seq) / statistics.median(par):.2f}x "
+              f"on {os.cpu_count()} cores")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,40 @@
+"""``python -m inspector.worker FD WORKDIR``: run one job from stdin, report on descriptor FD."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> None:
+    fd, work = int(sys.argv[1]), sys.argv[2]
+    from inspector.worker.protocol import FrameWriter
+    from inspector.worker.runtime import Runtime, read_job
+
+    writer = FrameWriter(fd)
+    code = 0
+    try:
+        job = read_job(sys.stdin.fileno())
+        rt = Runtime(writer, work)
+        rt.start(job.get("memory_mb"))
+        writer.send({"type": "hello", "pid": os.getpid()})
+        from inspector.worker.jobs import JOBS
+
+        JOBS[job["job"]](rt, job)
+    except BaseException as exc:  # noqa: BLE001 - engine code can raise anything; the supervisor records it
+        import traceback
+
+        writer.send({"type": "raised", "exception": type(exc).__name__, "message": str(exc)[:2000],
+                     "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))})
+        code = 70
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+    os._exit(code)  # threads an engine started (printing forever, non-daemon) do not keep the worker alive
+
+
+if __name__ == "__main__":
+    main()
