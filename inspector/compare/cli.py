@@ -129,6 +129,11 @@ def run(args: argparse.Namespace) -> int:
             print(_indent(r.details), file=sys.stderr)
 
     status = 2 if failed else 0
+    from inspector.quality.analysis import analyse
+
+    for r in comparison.runs:  # derived from each trace, cached in it (the bundle carries it)
+        if r.trace is not None:
+            analyse(r.trace)
     if args.out:
         try:
             save_comparison(comparison, args.out)
@@ -154,7 +159,10 @@ def print_comparison(comparison: Any, *, as_json: bool = False, turns: bool = Fa
 
     table = summary_table(comparison)
     if as_json:
-        json.dump({"session": comparison.session, **table.to_json(), "summaries": table.summaries},
+        from inspector.quality.report import quality_json
+
+        json.dump({"session": comparison.session, **table.to_json(), "summaries": table.summaries,
+                   "quality": [quality_json(r.trace) if r.trace is not None else None for r in comparison.runs]},
                   sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
         return
@@ -169,6 +177,9 @@ def print_comparison(comparison: Any, *, as_json: bool = False, turns: bool = Fa
 
     print_faults([r.trace for r in ok], [r.label for r in ok])  # what the faults row counts, in words
     print_output_count([r.trace for r in ok], [r.label for r in ok])
+    from inspector.quality.report import print_retention
+
+    print_retention([r.trace for r in ok], [r.label for r in ok], sys.stdout)  # what the retention row lost
 
 
 def _load_session(args: argparse.Namespace) -> Any:

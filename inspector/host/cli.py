@@ -112,27 +112,32 @@ def print_turn_table(traces: list, names: list[str], out=None) -> None:
     from inspector.trace.summary import per_turn_rows
 
     tables = [{r["turn"]: r for r in per_turn_rows(t)} for t in traces]
+    from inspector.quality.analysis import analyse
+    from inspector.quality.report import per_turn, turn_cell
+
+    kept = [per_turn(t, analyse(t)) for t in traces]  # facts retained by each compaction, per turn
     turns = sorted(set().union(*[set(t) for t in tables])) if tables else []
     if len(traces) == 1:
         # per turn: the figures of its last request, cache tokens summed over its requests
         header = ["turn", "req", "last prompt", "rough", "recorded", "threshold", "comp#", "Σ cache rd",
-                  "Σ cache wr", "faults", "first miss reason"]
+                  "Σ cache wr", "retained", "faults", "first miss reason"]
         rows = []
         for turn in turns:
             r = tables[0][turn]
             rows.append([turn, r["requests"], r["prompt"], r["rough"], r["recorded"], r["threshold"],
-                         r["compression_count"], r["cache_read"], r["cache_write"], r["faults"],
-                         r["miss"][:70] if r["reply"] else NO_REPLY])
+                         r["compression_count"], r["cache_read"], r["cache_write"], turn_cell(kept[0].get(turn)),
+                         r["faults"], r["miss"][:70] if r["reply"] else NO_REPLY])
     else:
         header = ["turn"]
         for n in names:
-            header += [f"{n}:last prompt", f"{n}:comp#", f"{n}:Σ cache rd"]
+            header += [f"{n}:last prompt", f"{n}:comp#", f"{n}:Σ cache rd", f"{n}:retained"]
         rows = []
         for turn in turns:
             row: list[Any] = [turn]
-            for table in tables:
+            for table, kept_by_turn in zip(tables, kept):
                 r = table.get(turn, {})
-                row += [r.get("prompt"), r.get("compression_count"), r.get("cache_read")]
+                row += [r.get("prompt"), r.get("compression_count"), r.get("cache_read"),
+                        turn_cell(kept_by_turn.get(turn))]
             # Runs replay the same transcript: a turn it leaves unanswered is unanswered in each.
             silent = any(turn in table and not table[turn]["reply"] for table in tables)
             rows.append(row + [NO_REPLY if silent else ""])
@@ -169,6 +174,11 @@ def print_summary(traces: list, names: list[str], out=None) -> None:
         if key == "hit_rate":
             vals = [f"{v * 100:.1f}%" for v in vals]
         rows.append([label] + vals)
+        if key == "cost":  # what the cost bought: the facts still available at the end
+            from inspector.quality.analysis import analyse
+            from inspector.quality.report import percent
+
+            rows.append(["facts retained"] + [percent(analyse(t).run_retention) for t in traces])
     out.write("\n")
     _print_table(header, rows, out, left=(0,))
 
@@ -215,6 +225,10 @@ def run(args: argparse.Namespace) -> int:
     except (EngineLoadError, ReplayCrashed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from inspector.quality.analysis import analyse
+
+    for trace in traces:  # derived from the trace; cached in it, so a saved trace carries it
+        analyse(trace)
     if args.out:
         from inspector.trace.io import save_trace
 
@@ -284,11 +298,12 @@ def _load_saved(args: argparse.Namespace) -> tuple[list, list[str], dict[str, An
 
 def _report(args: argparse.Namespace, traces: list, names: list[str], session: dict[str, Any]) -> int:
     if args.json:
+        from inspector.quality.report import quality_json
         from inspector.trace.summary import fault_rows, output_rows, per_turn_rows, summarise
 
         json.dump({"session": session,
-                   "runs": [{"engine": n, "summary": summarise(t), "turns": per_turn_rows(t), "faults": fault_rows(t),
-                             "output": output_rows(t)}
+                   "runs": [{"engine": n, "summary": summarise(t), "turns": _with_retention(t, per_turn_rows(t)),
+                             "faults": fault_rows(t), "output": output_rows(t), "quality": quality_json(t)}
                             for n, t in zip(names, traces)]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
@@ -296,7 +311,19 @@ def _report(args: argparse.Namespace, traces: list, names: list[str], session: d
     print_summary(traces, names)
     print_faults(traces, names)
     print_output_count(traces, names)
+    from inspector.quality.report import print_retention
+
+    print_retention(traces, names, sys.stdout)
     return 0
+
+
+def _with_retention(trace: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-turn rows with ``retention``: the facts each compaction of the turn kept (empty: none)."""
+    from inspector.quality.analysis import analyse
+    from inspector.quality.report import per_turn
+
+    kept = per_turn(trace, analyse(trace))
+    return [{**row, "retention": [round(v, 6) for v in kept.get(row["turn"], [])]} for row in rows]
 
 
 FAULTS_SHOWN = 10
