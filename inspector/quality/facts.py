@@ -155,22 +155,27 @@ def tool_calls_of(message: dict[str, Any]) -> list[tuple[str, dict[str, Any] | s
     return out
 
 
+def _arguments_text(message: dict[str, Any]) -> str:
+    """The names and argument strings of a message's tool calls, one per line."""
+    parts: list[str] = []
+    for name, args in tool_calls_of(message):
+        parts.append(name)
+        if isinstance(args, dict):
+            _strings(args, parts)
+        else:
+            parts.append(args)
+    return "\n".join(p for p in parts if p)
+
+
 def searchable_text(message: dict[str, Any]) -> str:
     """All the text of a message a fact can be found in: content (JSON decoded) and tool-call arguments.
 
     The same function reads the facts' origins and the requests they are looked up in, so a fact
     is found wherever the model could read it.
     """
-    parts = [_decoded(message_text(message))]
-    for name, args in tool_calls_of(message):
-        parts.append(name)
-        if isinstance(args, dict):
-            strings: list[str] = []
-            _strings(args, strings)
-            parts.extend(strings)
-        else:
-            parts.append(args)
-    return "\n".join(p for p in parts if p)
+    prose = _decoded(message_text(message))
+    args = _arguments_text(message) if message.get("tool_calls") else ""
+    return f"{prose}\n{args}" if prose and args else prose or args
 
 
 def _clip(text: str) -> str:
@@ -215,7 +220,12 @@ def _identifier_like(text: str) -> bool:
 def _raw_facts(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """(kind, text) in a fixed order: kinds first by :data:`KINDS`, then by position."""
     role = message.get("role")
-    text = searchable_text(message)
+    # Paths and URLs wherever they are, tool-call arguments included; the rest only from what the
+    # message says: a tool call's arguments may be a whole file being written, whose
+    # ``raise ParseError`` lines are no error anyone met.
+    prose = _decoded(message_text(message))
+    args = _arguments_text(message) if message.get("tool_calls") else ""
+    text = f"{prose}\n{args}" if prose and args else prose or args
     is_tool = role == "tool"
     if role == "user":
         for sentence in _SENTENCE.split(message_text(message)):
@@ -224,7 +234,7 @@ def _raw_facts(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
     if role == "assistant":
         for command in _commands(message, text):
             yield COMMAND, command
-    lines = text.splitlines()
+    lines = prose.splitlines()
     if is_tool:
         key_lines = 0
         for line in lines:
@@ -249,13 +259,13 @@ def _raw_facts(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
     for m in _URL.finditer(text):
         yield URL, m.group().rstrip(".,:;")
     if not is_tool:  # a file read back names hundreds of identifiers; the agent can read it again
-        for m in _BACKTICK.finditer(text):
+        for m in _BACKTICK.finditer(prose):
             if _identifier_like(m.group(1)):
                 yield IDENTIFIER, m.group(1)
         for rx in (_CALL, _SNAKE, _CAMEL):
-            for m in rx.finditer(text):
+            for m in rx.finditer(prose):
                 yield IDENTIFIER, m.group()
-        for m in _NUMBER_UNIT.finditer(text):
+        for m in _NUMBER_UNIT.finditer(prose):
             yield NUMBER, m.group()
 
 
