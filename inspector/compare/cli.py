@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--turns", action="store_true", help="also print the per-turn table (text mode)")
     parser.add_argument("--workers", type=int, default=4, help="replays run in parallel (default 4)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    from inspector.quality.report import add_probe_arguments
+
+    add_probe_arguments(parser)
 
 
 def _progress(quiet: bool):
@@ -74,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # a --set value YAML cannot read
         return _error(f"--set: {exc}")
     print_config_warnings(config)
+    from inspector.quality.report import apply_probe_options, run_graded_probes
+
+    apply_probe_options(args, config)
     texts = args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]
     try:
         specs = parse_specs(texts)
@@ -134,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     for r in comparison.runs:  # derived from each trace, cached in it (the bundle carries it)
         if r.trace is not None:
             analyse(r.trace)
+    run_graded_probes(args, [r.trace for r in comparison.runs if r.trace is not None], config, sys.stderr)
     if args.out:
         try:
             save_comparison(comparison, args.out)

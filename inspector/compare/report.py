@@ -418,7 +418,7 @@ def _section_retention(comparison: Comparison) -> str:
                        + rows + "</tbody></table>")
         lost = a.lost_facts()
         if lost:
-            items = "".join(f"<li><b>{_e(f.fact.kind)}</b> {_e(_short(f.fact.text, 200))} "
+            items = "".join(f"<li><strong>{_e(f.fact.kind)}</strong> {_e(_short(f.fact.text, 200))} "
                             f'<span class="muted">(message {_e(f.fact.origin)})</span></li>'
                             for f in lost[:MAX_LOST_FACTS])
             more = (f'<p class="muted">first {MAX_LOST_FACTS} of {len(lost):,} lost facts</p>'

@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="write the trace here (.json or .json.gz); with several engines, one per engine")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    from inspector.quality.report import add_probe_arguments
+
+    add_probe_arguments(parser)
 
 
 def _progress(label: str, quiet: bool):
@@ -193,6 +196,9 @@ def run(args: argparse.Namespace) -> int:
     config = command_config(args)
     if config is None:
         return 2
+    from inspector.quality.report import apply_probe_options, run_graded_probes
+
+    apply_probe_options(args, config)
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     engines = args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]
     names = unique_labels(engines)
@@ -229,6 +235,7 @@ def run(args: argparse.Namespace) -> int:
 
     for trace in traces:  # derived from the trace; cached in it, so a saved trace carries it
         analyse(trace)
+    run_graded_probes(args, traces, config, sys.stderr)
     if args.out:
         from inspector.trace.io import save_trace
 

@@ -58,6 +58,8 @@ def print_retention(traces: list[Trace], names: list[str], out: TextIO, *, shown
     for name, trace in zip(names, traces):
         analysis = analyse(trace)
         out.write(f"  {run_line(name, analysis)}\n")
+        for line in probe_lines(analysis):
+            out.write(f"    {line}\n")
         lost = analysis.lost_facts()
         for f in lost[:shown]:
             text = " ".join(f.fact.text.split())
@@ -68,3 +70,53 @@ def print_retention(traces: list[Trace], names: list[str], out: TextIO, *, shown
 
 def quality_json(trace: Trace) -> dict[str, Any]:
     return analyse(trace).summary_json()
+
+
+# -- the probe options of ``replay`` and ``compare`` -------------------------------------------
+
+
+def add_probe_arguments(parser: Any) -> None:
+    """``--probe-tools`` and ``--probe-questions N`` (one definition for both commands)."""
+    parser.add_argument("--probe-tools", action="store_true",
+                        help="at the end of each run, look lost facts up with the engine's declared read-only "
+                             "retrieval tools (inspector.probe_tools)")
+    parser.add_argument("--probe-questions", type=int, default=0, metavar="N",
+                        help="ask N questions made from the facts against the last request, with the "
+                             "auxiliary.compression model, and grade the answers (cached on disk)")
+
+
+def apply_probe_options(args: Any, config: dict[str, Any]) -> None:
+    """``--probe-tools`` is a setting the replay reads (it needs the live engine)."""
+    if getattr(args, "probe_tools", False):
+        config.setdefault("inspector", {})["probe_tools"] = True
+
+
+def run_graded_probes(args: Any, traces: list[Trace], config: dict[str, Any], err: TextIO) -> None:
+    """``--probe-questions``: ask and grade after the runs; offline, one note says they were skipped."""
+    n = int(getattr(args, "probe_questions", 0) or 0)
+    if n <= 0:
+        return
+    from inspector.quality.probes import grade_questions
+
+    for trace in traces:
+        report = grade_questions(trace, config, n)
+        if report.get("note"):
+            err.write(f"note: {report['note']}\n")
+            break
+
+
+def probe_lines(analysis: Analysis) -> list[str]:
+    """What the probes found, in words (nothing when none ran)."""
+    out = []
+    tools = analysis.probes.get("tools")
+    if tools and tools.get("declared"):  # an engine that declares no retrieval tool has nothing to say
+        if tools.get("used"):
+            out.append(f"retrieval tools {', '.join(tools['used'])}: {tools['recoverable']:,} lost facts recoverable "
+                       f"({tools['calls']:,} dry-run calls)")
+        else:
+            out.append(f"retrieval tools: {tools.get('note', 'none')}")
+    graded = analysis.probes.get("graded")
+    if graded and graded.get("asked"):
+        out.append(f"graded probes ({graded.get('model')}): {graded['correct']} of {graded['asked']} answered right"
+                   + (f" ({graded['cached']} from the cache)" if graded.get("cached") else ""))
+    return out

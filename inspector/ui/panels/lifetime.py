@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QSizePolicy,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -80,11 +81,10 @@ def _legend() -> QWidget:
         row.addWidget(swatch)
         row.addWidget(text)
         row.addSpacing(8)
-    hint = QLabel("rows: messages in order · columns: requests · click a row to follow that message")
-    hint.setTextFormat(Qt.TextFormat.PlainText)
-    hint.setStyleSheet("color:#78909c")
-    row.addWidget(hint)
     row.addStretch(1)
+    box.setToolTip("Rows: messages in order; columns: requests. Click a row to show that message's lifetime.")
+    # never wider than the dock it is in: the window must still fit a small screen
+    box.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
     return box
 
 
