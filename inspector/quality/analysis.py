@@ -113,3 +113,37 @@ def store(trace: Trace, analysis: Analysis) -> None:
     fp = fingerprint(trace)
     trace.derived[ANALYSIS_KEY] = analysis.to_json(fp)
     _MEMO[trace] = (fp, analysis)
+
+
+def cached_analysis(trace: Trace) -> Analysis | None:
+    """The analysis if it is already at hand (made, or saved with the trace); never computes one.
+
+    For views that must stay cheap on every cursor step and on opening a trace (the counters).
+    """
+    memo = _MEMO.get(trace)
+    fp = fingerprint(trace)
+    if memo is not None and memo[0] == fp:
+        return memo[1]
+    cached = (getattr(trace, "derived", None) or {}).get(ANALYSIS_KEY)
+    if isinstance(cached, dict) and cached.get("version") == ANALYSIS_VERSION and cached.get("fingerprint") == fp:
+        return analyse(trace)
+    return None
+
+
+def analyse_quietly(trace: Trace | None) -> Analysis | None:
+    """:func:`analyse` for a worker thread that must deliver its trace whatever happens here."""
+    if trace is None:
+        return None
+    try:
+        return analyse(trace)
+    except Exception:  # noqa: BLE001 - an analysis bug must not cost the user the run
+        return None
+
+
+def retention_before(analysis: Analysis, event: int) -> tuple[int, float] | None:
+    """(event, retention) of the last compaction at or before ``event``, or None."""
+    found = None
+    for point in analysis.retention.compactions:
+        if point.event is not None and point.event <= event:
+            found = (point.event, point.retention)
+    return found

@@ -125,6 +125,7 @@ class LifetimePanel(Panel):
         self.chart.addItem(self.selected_line, ignoreBounds=True)
         self.chart_cursor = plots.CursorLine(self.chart, self._jump_to_request)
         self.chart_widget.scene().sigMouseClicked.connect(self._chart_clicked)
+        self.strip.setXLink(self.chart)  # one request axis: zooming the chart zooms the strip
         self.legend = _legend()
 
         self.events_list = QListWidget()
@@ -205,7 +206,6 @@ class LifetimePanel(Panel):
         self.chart_image.setRect(QRectF(-0.5, -0.5, image.shape[0] * cstep, image.shape[1] * rstep))
         self.chart.setXRange(-0.5, a.lifetimes.requests - 0.5, padding=0.01)
         self.chart.setYRange(-0.5, len(a.lifetimes.messages) - 0.5, padding=0.01)
-        self.strip.setXRange(-0.5, a.lifetimes.requests - 0.5, padding=0.01)
 
     def _fill_lists(self) -> None:
         a = self.analysis
