@@ -20,9 +20,12 @@ lifetimes as the run it came from.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from inspector.quality.facts import _decoded, normalise, searchable_text, tool_calls_of
 from inspector.sessions.model import message_text
@@ -119,69 +122,94 @@ class Lifetimes:
     messages: list[MessageLife]
     compactions: list[Compaction]
     requests: int
-    forms: dict[str, int]  # every key that is a form of a session message → its index
+    instances: dict[str, list[int]]  # every key of a session message (any form) → its messages, in order
     summary_keys: list[str]  # keys written by compactions, in order (summary index = position)
 
-    def message_at_key(self, key: str) -> int | None:
-        return self.forms.get(key)
+    @property
+    def forms(self) -> dict[str, int]:
+        """Key → the (first) session message it is a form of."""
+        found = self._forms
+        if found is None:
+            found = self._forms = {k: v[0] for k, v in self.instances.items() if v}
+        return found
+
+    _forms: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
+        own = {m.key: m.index for m in self.messages}
         return {"messages": [m.to_json() for m in self.messages],
                 "compactions": [c.to_json() for c in self.compactions], "requests": self.requests,
-                "forms": {k: v for k, v in self.forms.items() if self.messages[v].key != k},
+                "instances": {k: v for k, v in self.instances.items() if v != [own.get(k)]},
                 "summary_keys": self.summary_keys}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Lifetimes:
         messages = [MessageLife.from_json(i, m) for i, m in enumerate(data.get("messages", []))]
-        forms = {m.key: m.index for m in messages}
-        forms.update({str(k): int(v) for k, v in (data.get("forms") or {}).items()})
+        instances: dict[str, list[int]] = {}
+        for m in messages:
+            instances.setdefault(m.key, []).append(m.index)
+        instances.update({str(k): [int(i) for i in v] for k, v in (data.get("instances") or {}).items()})
         return cls(messages, [Compaction.from_json(c) for c in data.get("compactions", [])],
-                   int(data.get("requests", 0)), forms, [str(k) for k in data.get("summary_keys", [])])
+                   int(data.get("requests", 0)), instances, [str(k) for k in data.get("summary_keys", [])])
 
-    def cells(self, max_rows: int = 4000, max_cols: int = 4000) -> tuple[list[list[int]], int, int]:
-        """The session chart as rows (message) × columns (request) of cell codes, binned to fit.
+    def cells(self, max_rows: int = 4000, max_cols: int = 4000) -> tuple[np.ndarray, int, int]:
+        """The session chart as (message rows × request columns) of cell codes, binned to fit.
 
-        Returns (rows, messages per row, requests per column). A bin shows the most telling
-        state in it (sent again > dropped > in a summary > left out > sent).
+        Returns (codes, messages per row, requests per column). A bin shows the most telling
+        state in it (sent again > dropped > in a summary > left out > sent). Built from each
+        message's segments, never one step per cell, so a 30,000-turn run stays quick.
         """
         n_msg, n_req = len(self.messages), self.requests
         rstep = max(1, -(-n_msg // max_rows))
         cstep = max(1, -(-n_req // max_cols))
-        rows = [[CELL_NONE] * (-(-n_req // cstep)) for _ in range(-(-n_msg // rstep))]
-        rank = (0, 1, 3, 4, 2, 5)  # CELL_* → precedence in a bin
+        ranks = np.zeros((-(-n_msg // rstep), -(-n_req // cstep)), dtype=np.uint8)
         for life in self.messages:
-            row = rows[life.index // rstep]
-            for r, code in life_cells(life, n_req):
-                c = r // cstep
-                if rank[code] > rank[row[c]]:
-                    row[c] = code
-        return rows, rstep, cstep
+            row = ranks[life.index // rstep]
+            for start, end, code in life_segments(life, n_req):
+                a, b = start // cstep, (end - 1) // cstep + 1
+                np.maximum(row[a:b], _RANK[code], out=row[a:b])
+        return _CODE_OF_RANK[ranks], rstep, cstep
+
+
+_RANK = np.array([0, 1, 3, 4, 2, 5], dtype=np.uint8)  # CELL_* → precedence in a bin
+_CODE_OF_RANK = np.argsort(_RANK).astype(np.uint8)  # precedence → CELL_*
+
+
+def life_segments(life: MessageLife, n_requests: int) -> list[tuple[int, int, int]]:
+    """(first request, end request exclusive, cell code) runs covering the message's first to last request."""
+    if not life.sent:
+        return []
+    removed = life.removed
+    removed_req = removed.request if removed is not None else None
+    out_code = CELL_SUMMARISED if removed is not None and removed.kind == SUMMARISED else CELL_DROPPED
+    segs: list[tuple[int, int, int]] = []
+    flat = _ranges(life.sent)
+    been_out = False
+    pos = life.sent[0]
+    for i in range(0, len(flat), 2):
+        start, length = flat[i], flat[i + 1]
+        if start > pos:
+            segs.extend(_gap(pos, start, removed_req, out_code))
+            been_out = True
+        segs.append((start, start + length, CELL_RESTORED if been_out else CELL_SENT))
+        pos = start + length
+    if pos < n_requests:
+        segs.extend(_gap(pos, n_requests, removed_req, out_code))
+    return segs
+
+
+def _gap(a: int, b: int, removed_req: int | None, out_code: int) -> list[tuple[int, int, int]]:
+    """Requests a..b that did not carry the message: left out before its removal, removed after."""
+    if removed_req is None or removed_req >= b:
+        return [(a, b, CELL_LEFT_OUT)]
+    if removed_req <= a:
+        return [(a, b, out_code)]
+    return [(a, removed_req, CELL_LEFT_OUT), (removed_req, b, out_code)]
 
 
 def life_cells(life: MessageLife, n_requests: int) -> list[tuple[int, int]]:
     """(request, cell code) for every request from the message's first to the run's last."""
-    if not life.sent:
-        return []
-    sent = set(life.sent)
-    removed = life.removed
-    removed_req = _request_after(removed) if removed is not None else None
-    out: list[tuple[int, int]] = []
-    been_out = False
-    for r in range(life.sent[0], n_requests):
-        if r in sent:
-            out.append((r, CELL_RESTORED if been_out else CELL_SENT))
-            continue
-        been_out = True
-        if removed is not None and removed_req is not None and r >= removed_req:
-            out.append((r, CELL_SUMMARISED if removed.kind == SUMMARISED else CELL_DROPPED))
-        else:
-            out.append((r, CELL_LEFT_OUT))
-    return out
-
-
-def _request_after(ev: LifeEvent) -> int | None:
-    return ev.request
+    return [(r, code) for a, b, code in life_segments(life, n_requests) for r in range(a, b)]
 
 
 def _ranges(values: Sequence[int]) -> list[int]:
@@ -223,7 +251,9 @@ class _Builder:
         self.trace = trace
         self.store = trace.store
         self.messages: list[MessageLife] = []
-        self.forms: dict[str, int] = {}
+        # key → the session messages with that key, in order: the same text twice (two "continue"
+        # messages) is two messages, told apart by which occurrence of the key a list holds
+        self.instances: dict[str, list[int]] = {}
         self.summary_keys: list[str] = []
         self._summary_index: dict[str, int] = {}
         self.compactions: list[Compaction] = []
@@ -231,18 +261,59 @@ class _Builder:
         self._gone: dict[int, str] = {}  # message index → how it left (for returns)
         self._out_of_request: set[int] = set()  # left out of the previous request
         self._quotes: dict[int, str] = {}
+        self._history: tuple[Sequence[str], list[int | None]] = ((), [])  # the history as last known
 
     # -- message identity ------------------------------------------------------------------
-    def _new(self, key: str, event: int) -> int:
+    def _new(self, key: str) -> int:
         msg = self.store.messages.get(key) or {}
         index = len(self.messages)
         self.messages.append(MessageLife(index, key, str(msg.get("role", ""))))
-        self.forms[key] = index
+        self.instances.setdefault(key, []).append(index)
         return index
+
+    def _map(self, keys: Sequence[str], ref_keys: Sequence[str], ref_ids: Sequence[int | None], *,
+             create: bool, from_end: bool = False, returns: bool = True) -> list[int | None]:
+        """The session message each position of ``keys`` holds, by alignment with a known list.
+
+        The common prefix is the known list's own messages (a history only grows between
+        requests); after it, each key takes the earliest unused copy of itself in the known list
+        (the latest with ``from_end``: a compaction keeps the recent copy of a repeated message).
+        A key the known list lacks is summary text (None), a message that left and that the engine
+        put back (``returns``: in its rewrite or selection; new input the host appends is never a
+        return, even when its text repeats one), or, with ``create``, a new session message.
+        """
+        n = min(len(keys), len(ref_keys))
+        p = 0
+        while p < n and keys[p] == ref_keys[p]:
+            p += 1
+        out: list[int | None] = list(ref_ids[:p])
+        pool: dict[str, deque[int]] = {}
+        for k, i in zip(ref_keys[p:], ref_ids[p:]):
+            if i is not None:
+                pool.setdefault(k, deque()).append(i)
+        rest = keys[p:]
+        found: list[int | None] = [None] * len(rest)
+        order = range(len(rest) - 1, -1, -1) if from_end else range(len(rest))
+        taken: set[int] = set(out)
+        for pos in order:
+            q = pool.get(rest[pos])
+            if q:
+                found[pos] = q.pop() if from_end else q.popleft()
+                taken.add(found[pos])  # type: ignore[arg-type]
+        for pos, k in enumerate(rest):
+            if found[pos] is not None or k in self._summary_index:
+                continue
+            back = [i for i in self.instances.get(k, ()) if i in self._gone and i not in taken] if returns else []
+            if back:
+                found[pos] = back[-1]
+                taken.add(back[-1])
+            elif create:
+                found[pos] = self._new(k)
+        return out + found
 
     def _body(self, keys: Sequence[str]) -> list[str]:
         """A request list without its system message (the host puts it first)."""
-        if keys and (self.store.messages.get(keys[0]) or {}).get("role") == "system" and keys[0] not in self.forms:
+        if keys and (self.store.messages.get(keys[0]) or {}).get("role") == "system" and keys[0] not in self.instances:
             return list(keys[1:])
         return list(keys)
 
@@ -258,43 +329,42 @@ class _Builder:
         self._rewrite(before, after, ev.index, compaction=False)
 
     def _rewrite(self, before: Sequence[str], after: Sequence[str], event: int, *, compaction: bool) -> None:
-        """Map a history rewrite: kept keys, rewritten forms (same identity), new text, removed messages."""
-        for k in before:  # messages that joined the history after the last request (post-tool)
-            if k not in self.forms and k not in self._summary_index:
-                self._new(k, event)
-        kept = set(after)
-        before_ids = [self.forms.get(k) for k in before]
-        removed_keys = [k for k, i in zip(before, before_ids) if k not in kept and i is not None]
+        """Map a history rewrite: kept messages, rewritten forms (same identity), new text, removed messages."""
+        # messages that joined the history after the last request (post-tool) are registered here
+        before_ids = self._map(before, *self._history, create=True, returns=False)
+        after_ids = self._map(after, before, before_ids, create=False, from_end=True)
+        present = {i for i in after_ids if i is not None}
         by_identity: dict[tuple[Any, ...], int] = {}
-        for k in removed_keys:
+        for k, i in zip(before, before_ids):
+            if i is None or i in present:
+                continue
             ident = _identity(self.store.messages.get(k) or {})
             if ident is not None:
-                by_identity.setdefault(ident, self.forms[k])
-        present = {self.forms[k] for k in after if k in self.forms}
+                by_identity.setdefault(ident, i)
         new_text: list[str] = []
         grown: list[str] = []
         for k in after:
-            if k in self.forms or k in self._summary_index:
+            if k in self.instances or k in self._summary_index:
                 continue
             msg = self.store.messages.get(k) or {}
             ident = _identity(msg)
             origin = by_identity.pop(ident, None) if ident is not None else None
             if origin is not None and origin not in present:
                 old = self.store.messages.get(self.messages[origin].key) or {}
-                self.forms[k] = origin
+                self.instances[k] = [origin]
                 present.add(origin)
+                after_ids[after.index(k)] = origin
                 self.messages[origin].events.append(LifeEvent(PRUNED, event))
                 if compaction and len(message_text(msg)) > len(message_text(old)) + 100:
                     grown.append(k)  # the summary merged into a kept message (Hermes does this, §4.4)
-            elif compaction:
-                new_text.append(k)
-            else:  # a prune that added a message: treat as the engine's own text
+            else:  # text the engine wrote (a prune that adds a message writes its own text too)
                 new_text.append(k)
         summaries = new_text + [k for k in grown if k not in new_text]
         for k in summaries:
             if k not in self._summary_index:
                 self._summary_index[k] = len(self.summary_keys)
                 self.summary_keys.append(k)
+        self._history = (list(after), after_ids)
         gone: list[int] = []
         for i in before_ids:
             if i is None or i in present or i in gone:
@@ -323,10 +393,12 @@ class _Builder:
         text = normalise(_decoded(message_text(msg)))
         if len(text) < MIN_QUOTE_CHARS:
             return
+        # every window of the result the length of a quote's head: one set lookup per candidate
+        windows = {text[i:i + MIN_QUOTE_CHARS] for i in range(len(text) - MIN_QUOTE_CHARS + 1)}
         name = (ev.args or {}).get("name") or "engine tool"
         for i in sorted(set(self._gone) | self._out_of_request):
             quote = self._quote(i)
-            if quote and quote in text:
+            if quote and quote[:MIN_QUOTE_CHARS] in windows and quote in text:
                 self.messages[i].events.append(LifeEvent(TOOL_RETURN, ev.index, ev.request, str(name)))
 
     def _quote(self, i: int) -> str:
@@ -339,13 +411,14 @@ class _Builder:
     def on_request(self, ev: Any) -> None:
         req = self.trace.requests[ev.request]
         assembled = self._body(self.store.get_list(req.assembled))
-        for k in assembled:
-            if k not in self.forms and k not in self._summary_index:
-                self._new(k, ev.index)
+        ids = self._map(assembled, *self._history, create=True, returns=False)
+        self._history = (assembled, ids)
+        in_history = {i for i in ids if i is not None}
         selected = self.store.get_list(req.selected) if req.selected != req.assembled else None
-        sent_keys = assembled if selected is None else self._body(selected)
-        sent = {self.forms[k] for k in sent_keys if k in self.forms}
-        in_history = {self.forms[k] for k in assembled if k in self.forms}
+        if selected is None:
+            sent = in_history
+        else:
+            sent = {i for i in self._map(self._body(selected), assembled, ids, create=False) if i is not None}
         for i in sorted(sent):
             life = self.messages[i]
             if not life.sent:
@@ -380,7 +453,7 @@ class _Builder:
                 self.on_prune(ev)
             elif kind == EV_TOOL:
                 self.on_tool(ev)
-        return Lifetimes(self.messages, self.compactions, len(self.trace.requests), self.forms, self.summary_keys)
+        return Lifetimes(self.messages, self.compactions, len(self.trace.requests), self.instances, self.summary_keys)
 
 
 def message_lifetimes(trace: Trace) -> Lifetimes:

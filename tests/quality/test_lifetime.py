@@ -117,7 +117,8 @@ def _corpus_files():
 def test_corpus_lifetimes_match_an_independent_recomputation(path, config):
     """Recomputed with nothing but exact keys: a message is sent in a request when its first key is
     in the request; a compaction removes the messages whose keys its input has and its output lacks.
-    Messages whose key a prune or compaction rewrote are left out of this comparison."""
+    Messages whose key a prune or compaction rewrote, and texts the session repeats, are left out
+    of this comparison (the hand-built tests cover both)."""
     if path is None:
         pytest.skip(f"corpus not found at {CORPUS} (read-only shared transcripts)")
     from inspector.engines.discovery import load_engine
@@ -132,21 +133,34 @@ def test_corpus_lifetimes_match_an_independent_recomputation(path, config):
     small = dict(config, compression={"threshold_tokens": 4000, "context_timeout_seconds": 5})  # compacts often
     trace = replay(session, load_engine("compressor", small), small)
     life = message_lifetimes(trace)
-    first_key: dict[str, int] = {}
-    for req in trace.requests:
-        keys = trace.store.get_list(req.assembled)
-        for k in keys[1:] if trace.store.messages[keys[0]].get("role") == "system" else keys:
-            first_key.setdefault(k, len(first_key))
     rewritten = {v for k, v in life.forms.items() if life.messages[v].key != k}
+    repeated = {k for k, ids in life.instances.items() if len(ids) > 1}  # the hand-built test covers these
+    checked = 0
     for m in life.messages:
-        if m.index in rewritten or m.key not in first_key:
+        if m.index in rewritten or m.key in repeated:
             continue
         sent = [r.index for r in trace.requests if m.key in trace.store.get_list(r.selected)]
         assert m.sent == sent, m.index
+        checked += 1
+    assert checked or not life.messages
     for comp, ev in zip(life.compactions, [e for e in trace.events if is_committed_compression(e)]):
         before = trace.store.get_list(ev.args["messages"]["$list"])
         after = set(trace.store.get_list(ev.result["$list"]))
         # (a key of no session message in the input is an earlier summary, itself replaced)
-        expected = sorted(life.forms[k] for k in before
-                          if k not in after and k in life.forms and life.forms[k] not in rewritten)
-        assert [i for i in comp.removed if i not in rewritten] == expected
+        expected = sorted(life.forms[k] for k in before if k not in after and k in life.forms
+                          and life.forms[k] not in rewritten and k not in repeated)
+        unique = {life.forms[k] for k in life.forms if k not in repeated}
+        assert [i for i in comp.removed if i not in rewritten and i in unique] == expected
+
+
+def test_the_same_text_twice_is_two_messages_and_a_compaction_takes_the_old_one(run):
+    session = url_session(8)
+    for t in (0, 6):  # turn t's user message (after the system prompt, two messages per turn)
+        session.messages[1 + 2 * t]["content"] = "Carry on."
+    trace = run(KeepLastTwo(), session)
+    life = message_lifetimes(trace)
+    copies = [m for m in life.messages if trace.store.messages[m.key].get("content") == "Carry on."]
+    assert len(copies) == 2 and copies[0].key == copies[1].key
+    old, new = copies
+    assert kinds(old) == [lt.FIRST, lt.SUMMARISED] and old.sent == list(range(0, old.removed.request))
+    assert kinds(new) == [lt.FIRST] and new.sent == [6, 7]

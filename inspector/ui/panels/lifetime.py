@@ -198,10 +198,10 @@ class LifetimePanel(Panel):
         assert a is not None
         rows, rstep, cstep = a.lifetimes.cells(max_rows=2000, max_cols=2000)
         self._steps = (rstep, cstep)
-        if not rows:
+        if rows.size == 0:
             self.chart_image.clear()
             return
-        image = np.asarray(rows, dtype=np.ubyte).T  # ImageItem indexes [x, y]: requests × messages
+        image = rows.T  # ImageItem indexes [x, y]: requests × messages
         self.chart_image.setImage(image, levels=(0, len(CELL_COLOURS) - 1), autoLevels=False)
         self.chart_image.setRect(QRectF(-0.5, -0.5, image.shape[0] * cstep, image.shape[1] * rstep))
         self.chart.setXRange(-0.5, a.lifetimes.requests - 0.5, padding=0.01)
