@@ -15,7 +15,7 @@ from inspector.trace.io import load_trace, save_trace
 from inspector.trace.model import EV_COMPRESS, EV_TOOL
 from inspector.trace.summary import is_committed_compression
 
-from .conftest import KeepLastTwo, OnceEngine, Recaller, url, url_session
+from .conftest import KeepLastTwo, Lossless, OnceEngine, Recaller, url, url_session
 
 # next to the repo (as tests/sessions/conftest.py finds it); INSPECTOR_CORPUS names another place
 CORPUS = Path(os.environ.get("INSPECTOR_CORPUS") or Path(__file__).resolve().parents[2].parent / "shared" / "corpus")
@@ -164,3 +164,14 @@ def test_the_same_text_twice_is_two_messages_and_a_compaction_takes_the_old_one(
     old, new = copies
     assert kinds(old) == [lt.FIRST, lt.SUMMARISED] and old.sent == list(range(0, old.removed.request))
     assert kinds(new) == [lt.FIRST] and new.sent == [6, 7]
+
+
+def test_a_comparison_bundle_keeps_each_runs_analysis(run, tmp_path):
+    from inspector.trace.io import load_bundle, save_bundle
+
+    traces = [run(KeepLastTwo()), run(Lossless())]
+    figures = [analyse(t).run_retention for t in traces]
+    save_bundle(traces, tmp_path / "both.json.gz")
+    loaded, _meta = load_bundle(tmp_path / "both.json.gz")
+    assert [analyse(t).run_retention for t in loaded] == figures == [0.0, 1.0]
+    assert all("quality" in t.derived for t in loaded)
