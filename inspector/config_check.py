@@ -64,7 +64,7 @@ KNOWN = {
     "prompt_caching": ("cache_ttl",),
     "inspector": ("tokenizer", "cache_profile", "cache_rules", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines", "usage",
                   "load_timeout_seconds", "worker_memory_mb", "sandbox",
-                  "offline_fallback_counts", "aux_offline_stand_in", "host_profile"),
+                  "offline_fallback_counts", "aux_offline_stand_in", "host_profile", "probe_tools"),
 }
 # Newer Hermes settings the inspector reads but does not model yet, with the value its results
 # correspond to (Hermes' default): set to anything else, they are reported as having no effect.

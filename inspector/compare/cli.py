@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--turns", action="store_true", help="also print the per-turn table (text mode)")
     parser.add_argument("--workers", type=int, default=4, help="replays run in parallel, one worker process each (default 4)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    from inspector.quality.report import add_probe_arguments
+
+    add_probe_arguments(parser)
 
 
 def _progress(quiet: bool):
@@ -74,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # a --set value YAML cannot read
         return _error(f"--set: {exc}")
     print_config_warnings(config)
+    from inspector.quality.report import apply_probe_options, run_graded_probes
+
+    apply_probe_options(args, config)
     texts = args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]
     try:
         specs = parse_specs(texts)
@@ -127,6 +133,12 @@ def run(args: argparse.Namespace) -> int:
             print(_indent(r.details), file=sys.stderr)
 
     status = 2 if failed else 0
+    from inspector.quality.analysis import analyse
+
+    for r in comparison.runs:  # derived from each trace, cached in it (the bundle carries it)
+        if r.trace is not None:
+            analyse(r.trace)
+    run_graded_probes(args, [r.trace for r in comparison.runs if r.trace is not None], config, sys.stderr)
     if args.out:
         try:
             save_comparison(comparison, args.out)
@@ -152,7 +164,10 @@ def print_comparison(comparison: Any, *, as_json: bool = False, turns: bool = Fa
 
     table = summary_table(comparison)
     if as_json:
-        json.dump({"session": comparison.session, **table.to_json(), "summaries": table.summaries},
+        from inspector.quality.report import quality_json
+
+        json.dump({"session": comparison.session, **table.to_json(), "summaries": table.summaries,
+                   "quality": [quality_json(r.trace) if r.trace is not None else None for r in comparison.runs]},
                   sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
         return
@@ -167,6 +182,9 @@ def print_comparison(comparison: Any, *, as_json: bool = False, turns: bool = Fa
 
     print_faults([r.trace for r in ok], [r.label for r in ok])  # what the faults row counts, in words
     print_output_count([r.trace for r in ok], [r.label for r in ok])
+    from inspector.quality.report import print_retention
+
+    print_retention([r.trace for r in ok], [r.label for r in ok], sys.stdout)  # what the retention row lost
 
 
 def _load_session(args: argparse.Namespace) -> Any:

@@ -22,7 +22,7 @@ from typing import Any
 from inspector.compare.align import aligned_series, compression_points
 from inspector.compare.plot_layout import legend_layout, turn_tick_labels
 from inspector.compare.runs import Comparison, RunResult
-from inspector.compare.table import RUN_COLORS, format_delta, format_value, summary_table
+from inspector.compare.table import RETENTION_KEY, RUN_COLORS, format_delta, format_value, summary_table
 from inspector.host.replay import models_differ
 from inspector.outputs import write_atomic
 from inspector.trace.diff import OP_EQUAL, diff_messages, message_text
@@ -324,7 +324,8 @@ def _section_table(comparison: Comparison) -> str:
         for i, value in enumerate(r.values):
             text = _e(format_value(r.key, value))
             if i > 0 and deltas[i] is not None:
-                d = f"{deltas[i] * 100:+.1f} pt" if r.key == "hit_rate" else format_delta(r.key, deltas[i])
+                d = (f"{deltas[i] * 100:+.1f} pt" if r.key in ("hit_rate", RETENTION_KEY)
+                     else format_delta(r.key, deltas[i]))
                 text += f' <span class="delta">({_e(d)})</span>'
             if r.best and r.best[i]:
                 cells.append(f'<td class="best">{text} <span class="mark" title="best">&#9733;</span></td>')
@@ -422,6 +423,46 @@ def _section_compressions(comparison: Comparison) -> str:
     return "".join(out)
 
 
+MAX_LOST_FACTS = 60  # per run in the report (replay --json lists them all)
+
+
+def _section_retention(comparison: Comparison) -> str:
+    """Facts retained per compaction and at the end, and the facts each run lost (``inspector.quality``)."""
+    from inspector.quality.analysis import analyse
+    from inspector.quality.report import percent, run_line
+
+    out = ["<h2>Facts retained</h2>",
+           '<p class="muted">Facts (paths, identifiers, numbers with units, errors, commands, URLs, the user\'s '
+           "decisions, key tool-result lines) of the messages a compaction took out, looked up in the next request: "
+           "carried by a message still sent, only in a summary, or lost. The run's figure is measured at the last "
+           "request.</p>"]
+    for i, run in enumerate(comparison.runs):
+        out.append(f'<h3><span class="sw" style="background:{_color(i)}"></span>{_e(run.label)}</h3>')
+        if run.trace is None:
+            out.append(f'<p class="err">no trace: {_e(run.error)}</p>')
+            continue
+        a = analyse(run.trace)
+        out.append(f"<p>{_e(run_line(run.label, a))}</p>")
+        points = a.retention.compactions
+        if points:
+            rows = "".join(
+                f"<tr><td>{n}</td><td>{_e(p.event)}</td><td>{_e(p.request)}</td><td>{_e(p.total)}</td>"
+                f"<td>{_e(p.count('carried'))}</td><td>{_e(p.count('summary'))}</td><td>{_e(p.count('lost'))}</td>"
+                f"<td>{_e(percent(p.retention))}</td></tr>" for n, p in enumerate(points, 1))
+            out.append("<table><thead><tr><th>compaction</th><th>event</th><th>next request</th><th>facts</th>"
+                       "<th>carried</th><th>in a summary</th><th>lost</th><th>retained</th></tr></thead><tbody>"
+                       + rows + "</tbody></table>")
+        lost = a.lost_facts()
+        if lost:
+            items = "".join(f"<li><strong>{_e(f.fact.kind)}</strong> {_e(_short(f.fact.text, 200))} "
+                            f'<span class="muted">(message {_e(f.fact.origin)})</span></li>'
+                            for f in lost[:MAX_LOST_FACTS])
+            more = (f'<p class="muted">first {MAX_LOST_FACTS} of {len(lost):,} lost facts</p>'
+                    if len(lost) > MAX_LOST_FACTS else "")
+            out.append(f"<details><summary>{len(lost):,} facts lost at the end</summary><ul>{items}</ul>{more}</details>")
+    return "".join(out)
+
+
 def _fault_output(output: str | None) -> str:
     """What the engine printed and logged during the faulted call, folded; its end if long."""
     if not output:
@@ -492,6 +533,7 @@ def render_html_report(comparison: Comparison, *, title: str | None = None) -> s
         _section_cache_truth(comparison),
         _section_plots(comparison),
         _section_compressions(comparison),
+        _section_retention(comparison),
         _section_faults(comparison),
         "</body></html>\n",
     ])

@@ -29,6 +29,10 @@ RUN_COLORS: tuple[str, ...] = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69
 
 Number = int | float
 
+# The quality row beside cost (``inspector.quality``): facts still available at the end of the run.
+RETENTION_KEY = "retention"
+RETENTION_LABEL = "facts retained"
+
 
 @dataclass
 class TableRow:
@@ -79,9 +83,9 @@ class SummaryTable:
             cells = [r.label]
             for i, value in enumerate(r.values):
                 text = format_value(r.key, value)
-                if deltas and i > 0 and r.deltas[i] is not None and r.key != "hit_rate":
+                if deltas and i > 0 and r.deltas[i] is not None and r.key not in ("hit_rate", RETENTION_KEY):
                     text += f" ({format_delta(r.key, r.deltas[i])})"
-                elif deltas and i > 0 and r.key == "hit_rate" and r.deltas[i] is not None:
+                elif deltas and i > 0 and r.key in ("hit_rate", RETENTION_KEY) and r.deltas[i] is not None:
                     text += f" ({r.deltas[i] * 100:+.1f} pt)"
                 if r.best and r.best[i]:
                     text += f" {mark}"
@@ -92,7 +96,8 @@ class SummaryTable:
         widths = [max(len(row[c]) for row in [header, *body]) for c in range(len(header))]
         lines = ["  ".join(cell.ljust(widths[c]) if c == 0 else cell.rjust(widths[c])
                            for c, cell in enumerate(row)).rstrip() for row in [header, *body]]
-        lines.append(f"({mark} best value in the row among the runs with the fewest faults; ties all marked)")
+        lines.append(f"({mark} best value in the row among the runs with the fewest faults; ties all marked; "
+                     "for cost, among those that also retain as many facts as the best)")
         return "\n".join(lines) + "\n"
 
 
@@ -104,6 +109,8 @@ def format_value(key: str, value: Any) -> str:
         return f"{value * 100:.1f}%"
     if key == "cost":
         return f"${value:.4f}"
+    if key == RETENTION_KEY:
+        return f"{value * 100:.1f}%"
     if key == "engine_seconds":
         return f"{value:.3f}"
     if isinstance(value, bool):
@@ -212,13 +219,42 @@ def summary_table(comparison: Comparison) -> SummaryTable:
     # in every compress "compresses least" and keeps the best cache because it never changes a thing.
     faults = [s.get("faults") if s is not None else None for s in summaries]
     fewest = min((f for f in faults if _is_number(f)), default=None)
+    retained = _retention_values(comparison)
+    for s, value in zip(summaries, retained):
+        if s is not None:
+            s[RETENTION_KEY] = value
+    best_kept = max((v for v, f in zip(retained, faults) if v is not None and f == fewest), default=None)
     rows = []
     for key, label, better in SUMMARY_ROWS:
         values = [s.get(key) if s is not None else None for s in summaries]
         ranked = values if key == "faults" else [v if f == fewest else None for v, f in zip(values, faults)]
-        rows.append(TableRow(key, label, better, values, mark_best(ranked, better)))
+        if key == "cost" and best_kept is not None:
+            # Cheap because it forgot is not best: ★ goes to the cheapest of the runs that keep as much as the best.
+            ranked = [v if k is not None and math.isclose(k, best_kept, abs_tol=1e-9) else None
+                      for v, k in zip(ranked, retained)]
+        marks = mark_best(ranked, better)
+        if key == "cost" and best_kept is not None and not any(marks):
+            marks = _lone_best(ranked, [v if f == fewest else None for v, f in zip(values, faults)])
+        rows.append(TableRow(key, label, better, values, marks))
+        if key == "cost":
+            kept_ranked = [v if f == fewest else None for v, f in zip(retained, faults)]
+            rows.append(TableRow(RETENTION_KEY, RETENTION_LABEL, "high", retained, mark_best(kept_ranked, "high")))
     return SummaryTable(labels=comparison.labels, rows=rows, status=[r.status for r in comparison.runs],
                         errors=[r.error for r in comparison.runs], summaries=summaries)
+
+
+def _lone_best(ranked: Sequence[Any], candidates: Sequence[Any]) -> list[bool]:
+    """The one run left after the retention filter is the best, when there was a choice to make."""
+    left = [i for i, v in enumerate(ranked) if _is_number(v)]
+    chosen = sum(1 for v in candidates if _is_number(v)) >= 2 and len(left) == 1
+    return [chosen and i in left for i in range(len(ranked))]
+
+
+def _retention_values(comparison: Comparison) -> list[float | None]:
+    """Each run's end-of-run fact retention (None for a run without a trace)."""
+    from inspector.quality.analysis import analyse
+
+    return [round(analyse(run.trace).run_retention, 6) if run.trace is not None else None for run in comparison.runs]
 
 
 def counters_at(

@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="write the trace here (.json or .json.gz); with several engines, one per engine")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    from inspector.quality.report import add_probe_arguments
+
+    add_probe_arguments(parser)
 
 
 def _progress(label: str, quiet: bool):
@@ -111,28 +114,34 @@ def print_turn_table(traces: list, names: list[str], out=None) -> None:
     from inspector.trace.summary import per_turn_rows
 
     tables = [{r["turn"]: r for r in per_turn_rows(t)} for t in traces]
+    from inspector.quality.analysis import analyse
+    from inspector.quality.report import per_turn, turn_cell
+
+    kept = [per_turn(t, analyse(t)) for t in traces]  # facts retained by each compaction, per turn
     turns = sorted(set().union(*[set(t) for t in tables])) if tables else []
     if len(traces) == 1:
         # per turn: the figures of its last request, cache tokens summed over its requests
         # Σ cache rd/wr: what the engine was fed; sim/rec: the cache simulator beside the provider
         header = ["turn", "req", "last prompt", "rough", "recorded", "threshold", "comp#", "Σ cache rd",
-                  "Σ cache wr", "Σ rd sim", "Σ rd rec", "faults", "first miss reason"]
+                  "Σ cache wr", "Σ rd sim", "Σ rd rec", "retained", "faults", "first miss reason"]
         rows = []
         for turn in turns:
             r = tables[0][turn]
             rows.append([turn, r["requests"], r["prompt"], r["rough"], r["recorded"], r["threshold"],
                          r["compression_count"], r["cache_read"], r["cache_write"], r["simulated_read"],
-                         r["recorded_read"], r["faults"], r["miss"][:70] if r["reply"] else NO_REPLY])
+                         r["recorded_read"], turn_cell(kept[0].get(turn)), r["faults"],
+                         r["miss"][:70] if r["reply"] else NO_REPLY])
     else:
         header = ["turn"]
         for n in names:
-            header += [f"{n}:last prompt", f"{n}:comp#", f"{n}:Σ cache rd"]
+            header += [f"{n}:last prompt", f"{n}:comp#", f"{n}:Σ cache rd", f"{n}:retained"]
         rows = []
         for turn in turns:
             row: list[Any] = [turn]
-            for table in tables:
+            for table, kept_by_turn in zip(tables, kept):
                 r = table.get(turn, {})
-                row += [r.get("prompt"), r.get("compression_count"), r.get("cache_read")]
+                row += [r.get("prompt"), r.get("compression_count"), r.get("cache_read"),
+                        turn_cell(kept_by_turn.get(turn))]
             # Runs replay the same transcript: a turn it leaves unanswered is unanswered in each.
             silent = any(turn in table and not table[turn]["reply"] for table in tables)
             rows.append(row + [NO_REPLY if silent else ""])
@@ -169,6 +178,11 @@ def print_summary(traces: list, names: list[str], out=None) -> None:
         if key == "hit_rate":
             vals = [f"{v * 100:.1f}%" for v in vals]
         rows.append([label] + vals)
+        if key == "cost":  # what the cost bought: the facts still available at the end
+            from inspector.quality.analysis import analyse
+            from inspector.quality.report import percent
+
+            rows.append(["facts retained"] + [percent(analyse(t).run_retention) for t in traces])
     # Which Hermes each run's host played (inspector.host_profile); older traces do not say.
     rows.append(["host profile"] + [str(t.meta.get("host_profile") or "not recorded") for t in traces])
     out.write("\n")
@@ -233,6 +247,9 @@ def run(args: argparse.Namespace) -> int:
     config = command_config(args)
     if config is None:
         return 2
+    from inspector.quality.report import apply_probe_options, run_graded_probes
+
+    apply_probe_options(args, config)
     plugin_dirs = list(args.plugin_dir) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     engines = args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]
     names = unique_labels(engines)
@@ -273,6 +290,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     for note in {(t.meta.get("price") or {}).get("note") for t in traces} - {None}:
         print(f"note: {note}", file=sys.stderr)
+    from inspector.quality.analysis import analyse
+
+    for trace in traces:  # derived from the trace; cached in it, so a saved trace carries it
+        analyse(trace)
+    run_graded_probes(args, traces, config, sys.stderr)
     if args.out:
         from inspector.trace.io import save_trace
 
@@ -345,12 +367,14 @@ def _load_saved(args: argparse.Namespace) -> tuple[list, list[str], dict[str, An
 def _report(args: argparse.Namespace, traces: list, names: list[str], session: dict[str, Any]) -> int:
     if args.json:
         from inspector.cache.accuracy import accuracy, recorded_vs_simulated, threshold_crossing
+        from inspector.quality.report import quality_json
         from inspector.trace.summary import fault_rows, output_rows, per_turn_rows, summarise
 
         json.dump({"session": session,
                    "runs": [{"engine": n, "status": run_status(t), "host_profile": t.meta.get("host_profile"),
-                             "summary": summarise(t), "turns": per_turn_rows(t), "faults": fault_rows(t),
-                             "output": output_rows(t), "usage_model": t.meta.get("usage_model"),
+                             "summary": summarise(t), "turns": _with_retention(t, per_turn_rows(t)),
+                             "faults": fault_rows(t), "output": output_rows(t), "quality": quality_json(t),
+                             "usage_model": t.meta.get("usage_model"),
                              "cache_vs_recorded": recorded_vs_simulated(t), "cache_accuracy": accuracy(t),
                              "threshold_crossing": threshold_crossing(t)}
                             for n, t in zip(names, traces)]}, sys.stdout, indent=2)
@@ -361,6 +385,9 @@ def _report(args: argparse.Namespace, traces: list, names: list[str], session: d
     print_cache_truth(traces, names)
     print_faults(traces, names)
     print_output_count(traces, names)
+    from inspector.quality.report import print_retention
+
+    print_retention(traces, names, sys.stdout)
     return 0
 
 
@@ -369,6 +396,15 @@ def run_status(trace: Any) -> str:
     if trace.meta.get("worker_status"):
         return str(trace.meta["worker_status"])
     return "refused" if trace.meta.get("stopped") else "ok"
+
+
+def _with_retention(trace: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-turn rows with ``retention``: the facts each compaction of the turn kept (empty: none)."""
+    from inspector.quality.analysis import analyse
+    from inspector.quality.report import per_turn
+
+    kept = per_turn(trace, analyse(trace))
+    return [{**row, "retention": [round(v, 6) for v in kept.get(row["turn"], [])]} for row in rows]
 
 
 FAULTS_SHOWN = 10

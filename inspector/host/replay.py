@@ -405,6 +405,13 @@ def replay(
     with _activated(loaded), aux.recording(host.aux_sink), collection_in_batches():
         cancelled = _play_all(host, session, progress, cancel)
         trace = host.end()
+        if not cancelled and (config.get("inspector") or {}).get("probe_tools"):
+            # --probe-tools: a dry run of the engine's retrieval tools needs it live, in its sandbox
+            from inspector.engines.run_context import running
+            from inspector.quality.probes import probe_retrieval_tools
+
+            with running(host.run):
+                probe_retrieval_tools(trace, engine, timeout=host.settings.hook_timeout)
     trace.meta["host_seconds"] = round(time.perf_counter() - started, 4)
     trace.meta["usage_model"] = usage_model.to_json()
     if sandbox is not None:

@@ -1220,6 +1220,8 @@ def _encode_run(trace: Trace, index: dict[str, int]) -> dict[str, Any]:
         "requests": _encode_requests(trace.requests, index),
         "marks": [_encode_mark(m) for m in trace.marks],
         "tool_schemas": trace.tool_schemas,
+        # Derived analyses (``inspector.quality``): plain JSON a reader may ignore; absent when empty.
+        **({"derived": trace.derived} if trace.derived else {}),
     }
 
 
@@ -1473,6 +1475,9 @@ def _decode_run(
     schemas = run.get("tool_schemas", [])
     _expect(isinstance(schemas, list), "'tool_schemas' is not a list")
     trace.tool_schemas = schemas
+    derived = run.get("derived", {})
+    _expect(isinstance(derived, dict), "'derived' is not an object")
+    trace.derived = derived
     for ev in trace.events:
         if ev.request is not None:
             _expect(

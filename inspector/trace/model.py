@@ -311,6 +311,8 @@ class Trace:
         self.requests: list[Request] = []
         self.marks: list[Mark] = []
         self.tool_schemas: list[dict[str, Any]] = []
+        # Analyses computed from the trace after the run (``inspector.quality``), saved with it.
+        self.derived: dict[str, Any] = {}
         self._finished = False
         self._request_at: list[int] = []
         self._turn_starts: list[int] = []

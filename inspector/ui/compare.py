@@ -231,6 +231,10 @@ class _Worker(QObject):
             self.failed.emit(f"{type(exc).__name__}: {exc}" if not isinstance(exc, SpecError) else str(exc),
                              traceback.format_exc())
         else:
+            from inspector.quality.analysis import analyse_quietly
+
+            for run in comparison.runs:  # retention for the Runs table, here rather than on the GUI thread
+                analyse_quietly(run.trace)
             self.done.emit(comparison)
 
 

@@ -125,6 +125,9 @@ class _Worker(QObject):
             if self.cancel.is_set():
                 self.cancelled.emit(trace)
             else:
+                from inspector.quality.analysis import analyse_quietly
+
+                analyse_quietly(trace)  # lifetimes and retention, here rather than on the GUI thread
                 self.done.emit(trace)
 
 

@@ -64,6 +64,11 @@ OPEN_FILTER = (
 )
 
 
+# Panels the default layout places by name; any other declares ``tab_with`` (the dock it joins).
+ARRANGED_PANELS = frozenset({"events", "bookmarks", "timeline", "counters", "compression", "diff", "request", "cache",
+                             "engine"})
+
+
 class MessageBar(QFrame):
     """A dismissible coloured strip for errors and notices (never a modal box)."""
 
@@ -433,6 +438,9 @@ class MainWindow(QMainWindow):
             self.splitDockWidget(d["diff"], d["request"], H)
             self.splitDockWidget(d["request"], d["cache"], H)
             self.splitDockWidget(d["counters"], d["engine"], V)
+        for key, panel in self.panels.items():  # panels that declare their own place (``tab_with``)
+            if key not in ARRANGED_PANELS:
+                self.tabifyDockWidget(d[getattr(panel, "tab_with", "diff")], d[key])
         # tool docks join the bottom tab group: shown, they are one more tab; hidden, they take no room
         for key in ("runs", "chat", "follow", "doctor"):
             self.tabifyDockWidget(d["diff"], tools[key])

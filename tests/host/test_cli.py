@@ -81,7 +81,8 @@ def test_a_comparison_lines_the_unanswered_turn_up_across_engines(tmp_path, caps
     rows = _table_rows("\n".join(lines))
     assert [row.split()[0] for row in rows] == ["0", "1", "2"]
     cells = rows[2].split()
-    assert cells[1:7] == ["-", "0", "0", "-", "0", "0"]  # each run: no prompt, its compressions, no cache read
+    # each run: no prompt, its compressions, no cache read, no compaction whose retention to show
+    assert cells[1:9] == ["-", "0", "0", "-", "-", "0", "0", "-"]
     assert rows[2].endswith("no reply: no provider call")
     assert not any("no reply" in row for row in rows[:2])
 

@@ -16,6 +16,7 @@ from inspector.ui.panels.counters import CountersPanel
 from inspector.ui.panels.diff import DiffPanel
 from inspector.ui.panels.engine import EnginePanel
 from inspector.ui.panels.events import EventsPanel
+from inspector.ui.panels.lifetime import LifetimePanel
 from inspector.ui.panels.request import RequestPanel
 from inspector.ui.panels.timeline import TimelinePanel
 
@@ -29,6 +30,7 @@ PANEL_CLASSES: tuple[type[Panel], ...] = (
     CachePanel,
     EnginePanel,
     BookmarksPanel,
+    LifetimePanel,
 )
 
 __all__ = ["PANEL_CLASSES", "Panel"]

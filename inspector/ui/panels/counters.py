@@ -79,6 +79,20 @@ def _label(text: str = "", *, bold: bool = False, align_right: bool = False, wid
     return label
 
 
+def _retention_text(trace: Trace, k: int) -> str:
+    """Facts retained by the last compaction before event ``k``, and at the end of the run."""
+    from inspector.quality.analysis import cached_analysis, retention_before
+
+    analysis = cached_analysis(trace)
+    if analysis is None:
+        return ""
+    last = retention_before(analysis, k)
+    run = f"{analysis.run_retention:.1%} for the run"
+    if last is None:
+        return f"Facts retained: no compaction yet · {run}"
+    return f"Facts retained: {last[1]:.1%} (last compaction) · {run}"
+
+
 class CountersPanel(CompareAware, Panel):
     panel_id = "counters"
     title = "Token counters"
@@ -118,6 +132,8 @@ class CountersPanel(CompareAware, Panel):
         single.addWidget(self.where)
         single.addLayout(grid)
         single.addWidget(self.usage_bar)
+        self.retention = theme.readout_label(1)  # facts retained (inspector.quality), when already measured
+        single.addWidget(self.retention)
         # comparison mode: one column per run (value, and the delta to the first run), built per comparison
         self.compare_box = QWidget()
         self.compare_box.hide()
@@ -233,6 +249,7 @@ class CountersPanel(CompareAware, Panel):
                 self.deltas[name].setText("")
             self.where.setText("No trace loaded" if trace is None else "The trace has no events")
             self.usage_bar.set_usage(0.0, "usage –", "#43a047")
+            self.retention.setText("")
             self._show_alerts([], [])
 
     def _build_compare_grid_clear(self) -> None:
@@ -289,6 +306,7 @@ class CountersPanel(CompareAware, Panel):
             caption = f"usage {ratio:.1%} of context" + (" · over threshold" if over else "")
         chunk = theme.FAULT if over else ("#fb8c00" if threshold and prompt >= 0.8 * threshold else "#66bb6a")
         self.usage_bar.set_usage(ratio, caption, chunk)
+        self.retention.setText(_retention_text(trace, k))
         notes = [f"Over threshold: {prompt:,} ≥ {threshold:,} tokens"] if over else []
         if is_committed_compression(ev):
             notes.append("Compression at this event")

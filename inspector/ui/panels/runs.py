@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.compare import SummaryTable, diff_runs, summary_table
-from inspector.compare.table import format_delta, format_value
+from inspector.compare.table import RETENTION_KEY, format_delta, format_value
 from inspector.trace import diff as tdiff
 from inspector.trace.model import Trace
 from inspector.ui import theme
@@ -189,7 +189,7 @@ class RunsPanel(CompareAware, Panel):
             for col, value in enumerate(row.values):
                 text = format_value(row.key, value)
                 if col > 0 and deltas[col] is not None:
-                    text += (f" ({deltas[col] * 100:+.1f} pt)" if row.key == "hit_rate"
+                    text += (f" ({deltas[col] * 100:+.1f} pt)" if row.key in ("hit_rate", RETENTION_KEY)
                              else f" ({format_delta(row.key, deltas[col])})")
                 best = bool(row.best and row.best[col])
                 item = QTableWidgetItem(text + (BEST_MARK if best else ""))
@@ -296,7 +296,7 @@ def summary_table_rows() -> list:
     """The rows every summary table has (for sizing before the table is computed)."""
     from inspector.trace.summary import SUMMARY_ROWS
 
-    return list(SUMMARY_ROWS)
+    return [*SUMMARY_ROWS, (RETENTION_KEY, "", "high")]  # and the quality row summary_table adds beside cost
 
 
 def _plain(text: str) -> QLabel:

@@ -177,6 +177,9 @@ class LcmEngine(ContextEngine):
     threshold_percent = 0.75
     protect_first_n = 1
     protect_last_n = 6
+    # Read-only searches the inspector may call in a dry run (``--probe-tools``): tool → the
+    # argument that takes the text to look for (inspector/quality/probes.py).
+    retrieval_tools = {"lcm_grep": "query"}
 
     def __init__(
         self,

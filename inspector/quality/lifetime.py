@@ -1,0 +1,461 @@
+"""Message lifetime: what became of every session message across a run, derived from the trace.
+
+A *session message* is a message that entered the conversation (the transcript's user,
+assistant and tool messages, and the results of the engine's own tools): every key of a request's
+assembled list that no compaction or prune produced. Messages are numbered in the order they first
+appear. For each one the lifetime lists
+
+- the requests it was **sent** in (in any of its forms: a prune that shortens a tool result, or a
+  compaction that rewrites a message in place, keeps its identity — same role and tool call id);
+- the compaction that **summarised** it (removed it while writing new text: the summary message it
+  went into is the first new message of that compaction's result) or that **dropped** it (removed it
+  and wrote nothing);
+- any later **return**: ``select_context`` sending it again after a request left it out, a later
+  history holding it again, or an engine tool's result (``lcm_expand``) quoting its text.
+
+Everything comes from the recorded requests (content-addressed keys) and the compress, prune,
+select and tool events (``inspector/host/host.py`` records them), so a saved trace gives the same
+lifetimes as the run it came from.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from inspector.quality.facts import _decoded, normalise, searchable_text, tool_calls_of
+from inspector.sessions.model import message_text
+from inspector.trace.model import EV_COMPRESS, EV_PRUNE, EV_REQUEST, EV_TOOL, Trace
+from inspector.trace.summary import is_committed_compression
+
+# Lifetime event kinds.
+FIRST = "first_sent"
+SUMMARISED = "summarised"
+DROPPED = "dropped"
+LEFT_OUT = "left_out"  # in the history, but the request did not carry it (select_context)
+RESTORED = "restored"  # sent again after a request left it out, or after a compaction removed it
+TOOL_RETURN = "tool_return"  # an engine tool's result quoted its text after it left the context
+PRUNED = "pruned"  # its content was rewritten (a prune, or a compaction keeping it in place)
+
+# Cell codes of the session chart (message × request).
+CELL_NONE, CELL_SENT, CELL_SUMMARISED, CELL_DROPPED, CELL_LEFT_OUT, CELL_RESTORED = range(6)
+CELL_NAMES = ("not yet", "sent", "in a summary", "dropped", "left out", "sent again")
+
+MIN_QUOTE_CHARS = 24  # shorter texts ("ok", "Done.") are quoted by chance, not returned
+QUOTE_CHARS = 160  # how much of a message's text a tool result must contain to count as returning it
+
+
+@dataclass(slots=True)
+class LifeEvent:
+    kind: str
+    event: int  # trace event index (a jump target)
+    request: int | None = None
+    detail: str = ""
+    summary: int | None = None  # the summary message (its summary index) a summarised message went into
+
+    def to_json(self) -> list[Any]:
+        return [self.kind, self.event, self.request, self.detail, self.summary]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Any]) -> LifeEvent:
+        kind, event, request, detail, summary = data
+        return cls(str(kind), int(event), None if request is None else int(request), str(detail),
+                   None if summary is None else int(summary))
+
+
+@dataclass(slots=True)
+class MessageLife:
+    """One session message across the run."""
+
+    index: int
+    key: str  # its key when it first appeared
+    role: str
+    sent: list[int] = field(default_factory=list)  # request indices, ascending
+    events: list[LifeEvent] = field(default_factory=list)
+
+    def first(self, kind: str) -> LifeEvent | None:
+        return next((e for e in self.events if e.kind == kind), None)
+
+    @property
+    def removed(self) -> LifeEvent | None:
+        """The compaction that took it out of the history (summarised or dropped), if any."""
+        return next((e for e in self.events if e.kind in (SUMMARISED, DROPPED)), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "role": self.role, "sent": _ranges(self.sent),
+                "events": [e.to_json() for e in self.events]}
+
+    @classmethod
+    def from_json(cls, index: int, data: dict[str, Any]) -> MessageLife:
+        return cls(index, str(data["key"]), str(data.get("role", "")), _unranges(data.get("sent", [])),
+                   [LifeEvent.from_json(e) for e in data.get("events", [])])
+
+
+@dataclass(slots=True)
+class Compaction:
+    """One committed compaction, as the lifetimes see it."""
+
+    event: int
+    removed: list[int]  # session message indices it took out
+    summaries: list[str]  # keys of the new messages it wrote (summary text)
+    next_request: int | None  # the first request after it (what the model then saw)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": self.event, "removed": _ranges(self.removed), "summaries": self.summaries,
+                "next_request": self.next_request}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Compaction:
+        nr = data.get("next_request")
+        return cls(int(data["event"]), _unranges(data.get("removed", [])), [str(k) for k in data.get("summaries", [])],
+                   None if nr is None else int(nr))
+
+
+@dataclass
+class Lifetimes:
+    """Every session message's lifetime, the compactions, and which keys are which message."""
+
+    messages: list[MessageLife]
+    compactions: list[Compaction]
+    requests: int
+    instances: dict[str, list[int]]  # every key of a session message (any form) → its messages, in order
+    summary_keys: list[str]  # keys written by compactions, in order (summary index = position)
+
+    @property
+    def forms(self) -> dict[str, int]:
+        """Key → the (first) session message it is a form of."""
+        found = self._forms
+        if found is None:
+            found = self._forms = {k: v[0] for k, v in self.instances.items() if v}
+        return found
+
+    _forms: dict[str, int] | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        own = {m.key: m.index for m in self.messages}
+        return {"messages": [m.to_json() for m in self.messages],
+                "compactions": [c.to_json() for c in self.compactions], "requests": self.requests,
+                "instances": {k: v for k, v in self.instances.items() if v != [own.get(k)]},
+                "summary_keys": self.summary_keys}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Lifetimes:
+        messages = [MessageLife.from_json(i, m) for i, m in enumerate(data.get("messages", []))]
+        instances: dict[str, list[int]] = {}
+        for m in messages:
+            instances.setdefault(m.key, []).append(m.index)
+        instances.update({str(k): [int(i) for i in v] for k, v in (data.get("instances") or {}).items()})
+        return cls(messages, [Compaction.from_json(c) for c in data.get("compactions", [])],
+                   int(data.get("requests", 0)), instances, [str(k) for k in data.get("summary_keys", [])])
+
+    def cells(self, max_rows: int = 4000, max_cols: int = 4000) -> tuple[np.ndarray, int, int]:
+        """The session chart as (message rows × request columns) of cell codes, binned to fit.
+
+        Returns (codes, messages per row, requests per column). A bin shows the most telling
+        state in it (sent again > dropped > in a summary > left out > sent). Built from each
+        message's segments, never one step per cell, so a 30,000-turn run stays quick.
+        """
+        n_msg, n_req = len(self.messages), self.requests
+        rstep = max(1, -(-n_msg // max_rows))
+        cstep = max(1, -(-n_req // max_cols))
+        ranks = np.zeros((-(-n_msg // rstep), -(-n_req // cstep)), dtype=np.uint8)
+        for life in self.messages:
+            row = ranks[life.index // rstep]
+            for start, end, code in life_segments(life, n_req):
+                a, b = start // cstep, (end - 1) // cstep + 1
+                np.maximum(row[a:b], _RANK[code], out=row[a:b])
+        return _CODE_OF_RANK[ranks], rstep, cstep
+
+
+_RANK = np.array([0, 1, 3, 4, 2, 5], dtype=np.uint8)  # CELL_* → precedence in a bin
+_CODE_OF_RANK = np.argsort(_RANK).astype(np.uint8)  # precedence → CELL_*
+
+
+def life_segments(life: MessageLife, n_requests: int) -> list[tuple[int, int, int]]:
+    """(first request, end request exclusive, cell code) runs covering the message's first to last request."""
+    if not life.sent:
+        return []
+    removed = life.removed
+    removed_req = removed.request if removed is not None else None
+    out_code = CELL_SUMMARISED if removed is not None and removed.kind == SUMMARISED else CELL_DROPPED
+    segs: list[tuple[int, int, int]] = []
+    flat = _ranges(life.sent)
+    been_out = False
+    pos = life.sent[0]
+    for i in range(0, len(flat), 2):
+        start, length = flat[i], flat[i + 1]
+        if start > pos:
+            segs.extend(_gap(pos, start, removed_req, out_code))
+            been_out = True
+        segs.append((start, start + length, CELL_RESTORED if been_out else CELL_SENT))
+        pos = start + length
+    if pos < n_requests:
+        segs.extend(_gap(pos, n_requests, removed_req, out_code))
+    return segs
+
+
+def _gap(a: int, b: int, removed_req: int | None, out_code: int) -> list[tuple[int, int, int]]:
+    """Requests a..b that did not carry the message: left out before its removal, removed after."""
+    if removed_req is None or removed_req >= b:
+        return [(a, b, CELL_LEFT_OUT)]
+    if removed_req <= a:
+        return [(a, b, out_code)]
+    return [(a, removed_req, CELL_LEFT_OUT), (removed_req, b, out_code)]
+
+
+def life_cells(life: MessageLife, n_requests: int) -> list[tuple[int, int]]:
+    """(request, cell code) for every request from the message's first to the run's last."""
+    return [(r, code) for a, b, code in life_segments(life, n_requests) for r in range(a, b)]
+
+
+def _ranges(values: Sequence[int]) -> list[int]:
+    out: list[int] = []
+    for v in values:
+        if out and out[-2] + out[-1] == v:
+            out[-1] += 1
+        else:
+            out += [v, 1]
+    return out
+
+
+def _unranges(flat: Sequence[Any]) -> list[int]:
+    out: list[int] = []
+    for i in range(0, len(flat) - 1, 2):
+        out.extend(range(int(flat[i]), int(flat[i]) + int(flat[i + 1])))
+    return out
+
+
+def _identity(msg: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What survives a rewrite of a message in place: its role and tool call ids (None: nothing)."""
+    role = msg.get("role")
+    if role == "tool" and msg.get("tool_call_id"):
+        return ("tool", str(msg["tool_call_id"]))
+    calls = msg.get("tool_calls")
+    if role == "assistant" and calls:
+        ids = []
+        for call in calls if isinstance(calls, list) else []:
+            if isinstance(call, dict) and call.get("id"):
+                ids.append(str(call["id"]))
+        if ids:
+            return ("assistant", *ids)
+        return ("assistant", repr(tool_calls_of(msg)))
+    return None
+
+
+class _Builder:
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.store = trace.store
+        self.messages: list[MessageLife] = []
+        # key → the session messages with that key, in order: the same text twice (two "continue"
+        # messages) is two messages, told apart by which occurrence of the key a list holds
+        self.instances: dict[str, list[int]] = {}
+        self.summary_keys: list[str] = []
+        self._summary_index: dict[str, int] = {}
+        self.compactions: list[Compaction] = []
+        self._pending: list[Compaction] = []  # compactions waiting for their next request
+        self._gone: dict[int, str] = {}  # message index → how it left (for returns)
+        self._out_of_request: set[int] = set()  # left out of the previous request
+        self._quotes: dict[int, str] = {}
+        self._history: tuple[Sequence[str], list[int | None]] = ((), [])  # the history as last known
+
+    # -- message identity ------------------------------------------------------------------
+    def _new(self, key: str) -> int:
+        msg = self.store.messages.get(key) or {}
+        index = len(self.messages)
+        self.messages.append(MessageLife(index, key, str(msg.get("role", ""))))
+        self.instances.setdefault(key, []).append(index)
+        return index
+
+    def _map(self, keys: Sequence[str], ref_keys: Sequence[str], ref_ids: Sequence[int | None], *,
+             create: bool, from_end: bool = False, returns: bool = True) -> list[int | None]:
+        """The session message each position of ``keys`` holds, by alignment with a known list.
+
+        The common prefix is the known list's own messages (a history only grows between
+        requests); after it, each key takes the earliest unused copy of itself in the known list
+        (the latest with ``from_end``: a compaction keeps the recent copy of a repeated message).
+        A key the known list lacks is summary text (None), a message that left and that the engine
+        put back (``returns``: in its rewrite or selection; new input the host appends is never a
+        return, even when its text repeats one), or, with ``create``, a new session message.
+        """
+        n = min(len(keys), len(ref_keys))
+        p = 0
+        while p < n and keys[p] == ref_keys[p]:
+            p += 1
+        out: list[int | None] = list(ref_ids[:p])
+        pool: dict[str, deque[int]] = {}
+        for k, i in zip(ref_keys[p:], ref_ids[p:]):
+            if i is not None:
+                pool.setdefault(k, deque()).append(i)
+        rest = keys[p:]
+        found: list[int | None] = [None] * len(rest)
+        order = range(len(rest) - 1, -1, -1) if from_end else range(len(rest))
+        taken: set[int] = set(out)
+        for pos in order:
+            q = pool.get(rest[pos])
+            if q:
+                found[pos] = q.pop() if from_end else q.popleft()
+                taken.add(found[pos])  # type: ignore[arg-type]
+        for pos, k in enumerate(rest):
+            if found[pos] is not None or k in self._summary_index:
+                continue
+            back = [i for i in self.instances.get(k, ()) if i in self._gone and i not in taken] if returns else []
+            if back:
+                found[pos] = back[-1]
+                taken.add(back[-1])
+            elif create:
+                found[pos] = self._new(k)
+        return out + found
+
+    def _body(self, keys: Sequence[str]) -> list[str]:
+        """A request list without its system message (the host puts it first)."""
+        if keys and (self.store.messages.get(keys[0]) or {}).get("role") == "system" and keys[0] not in self.instances:
+            return list(keys[1:])
+        return list(keys)
+
+    # -- events ----------------------------------------------------------------------------
+    def on_compress(self, ev: Any) -> None:
+        before = self.store.get_list(ev.args["messages"]["$list"])
+        after = self.store.get_list(ev.result["$list"])
+        self._rewrite(before, after, ev.index, compaction=True)
+
+    def on_prune(self, ev: Any) -> None:
+        before = self.store.get_list(ev.args["messages"]["$list"])
+        after = self.store.get_list(ev.result["$list"])
+        self._rewrite(before, after, ev.index, compaction=False)
+
+    def _rewrite(self, before: Sequence[str], after: Sequence[str], event: int, *, compaction: bool) -> None:
+        """Map a history rewrite: kept messages, rewritten forms (same identity), new text, removed messages."""
+        # messages that joined the history after the last request (post-tool) are registered here
+        before_ids = self._map(before, *self._history, create=True, returns=False)
+        after_ids = self._map(after, before, before_ids, create=False, from_end=True)
+        present = {i for i in after_ids if i is not None}
+        by_identity: dict[tuple[Any, ...], int] = {}
+        for k, i in zip(before, before_ids):
+            if i is None or i in present:
+                continue
+            ident = _identity(self.store.messages.get(k) or {})
+            if ident is not None:
+                by_identity.setdefault(ident, i)
+        new_text: list[str] = []
+        grown: list[str] = []
+        for k in after:
+            if k in self.instances or k in self._summary_index:
+                continue
+            msg = self.store.messages.get(k) or {}
+            ident = _identity(msg)
+            origin = by_identity.pop(ident, None) if ident is not None else None
+            if origin is not None and origin not in present:
+                old = self.store.messages.get(self.messages[origin].key) or {}
+                self.instances[k] = [origin]
+                present.add(origin)
+                after_ids[after.index(k)] = origin
+                self.messages[origin].events.append(LifeEvent(PRUNED, event))
+                if compaction and len(message_text(msg)) > len(message_text(old)) + 100:
+                    grown.append(k)  # the summary merged into a kept message (Hermes does this, §4.4)
+            else:  # text the engine wrote (a prune that adds a message writes its own text too)
+                new_text.append(k)
+        summaries = new_text + [k for k in grown if k not in new_text]
+        for k in summaries:
+            if k not in self._summary_index:
+                self._summary_index[k] = len(self.summary_keys)
+                self.summary_keys.append(k)
+        self._history = (list(after), after_ids)
+        gone: list[int] = []
+        for i in before_ids:
+            if i is None or i in present or i in gone:
+                continue
+            gone.append(i)
+        if not compaction:
+            return
+        target = self._summary_index[summaries[0]] if summaries else None
+        for i in gone:
+            kind = SUMMARISED if summaries else DROPPED
+            self.messages[i].events.append(LifeEvent(kind, event, None, "", target))
+            self._gone[i] = kind
+        comp = Compaction(event, sorted(gone), summaries, None)
+        self.compactions.append(comp)
+        self._pending.append(comp)
+
+    def on_tool(self, ev: Any) -> None:
+        """An engine tool's result that quotes a message no longer in the context returns it."""
+        if not self._gone and not self._out_of_request:
+            return
+        res = ev.result if isinstance(ev.result, dict) else {}
+        key = res.get("$msg")
+        msg = self.store.messages.get(key) if isinstance(key, str) else None
+        if not msg:
+            return
+        text = normalise(_decoded(message_text(msg)))
+        if len(text) < MIN_QUOTE_CHARS:
+            return
+        # every window of the result the length of a quote's head: one set lookup per candidate
+        windows = {text[i:i + MIN_QUOTE_CHARS] for i in range(len(text) - MIN_QUOTE_CHARS + 1)}
+        name = (ev.args or {}).get("name") or "engine tool"
+        for i in sorted(set(self._gone) | self._out_of_request):
+            quote = self._quote(i)
+            if quote and quote[:MIN_QUOTE_CHARS] in windows and quote in text:
+                self.messages[i].events.append(LifeEvent(TOOL_RETURN, ev.index, ev.request, str(name)))
+
+    def _quote(self, i: int) -> str:
+        if i not in self._quotes:
+            msg = self.store.messages.get(self.messages[i].key) or {}
+            text = normalise(searchable_text(msg))
+            self._quotes[i] = text[:QUOTE_CHARS] if len(text) >= MIN_QUOTE_CHARS else ""
+        return self._quotes[i]
+
+    def on_request(self, ev: Any) -> None:
+        req = self.trace.requests[ev.request]
+        assembled = self._body(self.store.get_list(req.assembled))
+        ids = self._map(assembled, *self._history, create=True, returns=False)
+        self._history = (assembled, ids)
+        in_history = {i for i in ids if i is not None}
+        selected = self.store.get_list(req.selected) if req.selected != req.assembled else None
+        if selected is None:
+            sent = in_history
+        else:
+            sent = {i for i in self._map(self._body(selected), assembled, ids, create=False) if i is not None}
+        for i in sorted(sent):
+            life = self.messages[i]
+            if not life.sent:
+                life.events.append(LifeEvent(FIRST, ev.index, req.index))
+            elif i in self._gone or i in self._out_of_request:
+                how = "select_context" if req.selected_by_engine else "history"
+                life.events.append(LifeEvent(RESTORED, ev.index, req.index, how))
+            life.sent.append(req.index)
+            self._gone.pop(i, None)
+        out = (in_history - sent) if selected is not None else set()
+        for i in sorted(out - self._out_of_request):
+            if self.messages[i].sent:
+                self.messages[i].events.append(LifeEvent(LEFT_OUT, ev.index, req.index, "select_context"))
+        self._out_of_request = {i for i in out if self.messages[i].sent}
+        for comp in self._pending:
+            comp.next_request = req.index
+            for i in comp.removed:
+                for e in self.messages[i].events:
+                    if e.event == comp.event and e.request is None:
+                        e.request = req.index
+        self._pending = []
+
+    def build(self) -> Lifetimes:
+        for ev in self.trace.events:
+            kind = ev.kind
+            if kind == EV_REQUEST and ev.request is not None:
+                self.on_request(ev)
+            elif kind == EV_COMPRESS and is_committed_compression(ev) and isinstance(ev.args.get("messages"), dict):
+                self.on_compress(ev)
+            elif kind == EV_PRUNE and isinstance(ev.result, dict) and "$list" in ev.result \
+                    and isinstance(ev.args.get("messages"), dict):
+                self.on_prune(ev)
+            elif kind == EV_TOOL:
+                self.on_tool(ev)
+        return Lifetimes(self.messages, self.compactions, len(self.trace.requests), self.instances, self.summary_keys)
+
+
+def message_lifetimes(trace: Trace) -> Lifetimes:
+    """Every session message's lifetime over ``trace`` (see the module docstring)."""
+    return _Builder(trace).build()

@@ -1,0 +1,231 @@
+"""Fact retention: after each compaction, and at the end, what the model can still read.
+
+For a compaction, the *compacted part* is the session messages it took out of the history
+(:class:`~inspector.quality.lifetime.Compaction`); at the end of the run it is every message the
+last request no longer carries. Each fact of that part (:mod:`inspector.quality.facts`) is looked
+up in the next request (the first provider call after the compaction; the last one at the end):
+
+- **carried**: a session message the request still sends (or the system prompt) contains it,
+  verbatim or normalised;
+- **summary**: only text the engine wrote (a summary message, or anything it put in a request
+  that is no session message) contains it;
+- **lost**: the request does not contain it. With ``--probe-tools``, a lost fact the engine's
+  read-only retrieval tools return is **recoverable** (:mod:`inspector.quality.probes`).
+
+Retention = (carried + summary + recoverable) ÷ facts of the compacted part. A compaction or end
+with no facts to lose retains everything (1.0). The end figure is the run's figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspector.quality.facts import Fact, message_facts, normalise, searchable_text
+from inspector.quality.lifetime import Lifetimes
+from inspector.trace.model import Trace
+
+CARRIED = "carried"
+SUMMARY = "summary"
+LOST = "lost"
+RECOVERABLE = "recoverable"
+STATUSES = (CARRIED, SUMMARY, RECOVERABLE, LOST)
+AVAILABLE = frozenset({CARRIED, SUMMARY, RECOVERABLE})
+
+
+@dataclass(slots=True)
+class FactStatus:
+    fact: Fact
+    status: str
+    normalised: bool = False  # found only after normalising (not verbatim)
+    via: str = ""  # the retrieval tool that returned a recoverable fact
+
+    def to_json(self) -> list[Any]:
+        return [*self.fact.to_json(), self.status, self.normalised, self.via]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Any]) -> FactStatus:
+        return cls(Fact.from_json(data[:3]), str(data[3]), bool(data[4]), str(data[5]))
+
+
+@dataclass
+class RetentionPoint:
+    """One measurement: a compaction (``event``) or the end of the run (``event`` None)."""
+
+    event: int | None
+    request: int | None  # the request the facts were looked up in
+    facts: list[FactStatus] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for f in self.facts if f.status == status)
+
+    @property
+    def total(self) -> int:
+        return len(self.facts)
+
+    @property
+    def retention(self) -> float:
+        if not self.facts:
+            return 1.0
+        return sum(1 for f in self.facts if f.status in AVAILABLE) / len(self.facts)
+
+    @property
+    def lost(self) -> list[FactStatus]:
+        return [f for f in self.facts if f.status == LOST]
+
+    def counts(self) -> dict[str, int]:
+        return {s: self.count(s) for s in STATUSES}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": self.event, "request": self.request, "facts": [f.to_json() for f in self.facts]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RetentionPoint:
+        ev, req = data.get("event"), data.get("request")
+        return cls(None if ev is None else int(ev), None if req is None else int(req),
+                   [FactStatus.from_json(f) for f in data.get("facts", [])])
+
+    def summary_json(self) -> dict[str, Any]:
+        """The figures without the fact list (``replay --json``, the comparison table)."""
+        return {"event": self.event, "request": self.request, "facts": self.total, **self.counts(),
+                "retention": round(self.retention, 6)}
+
+
+@dataclass
+class Retention:
+    compactions: list[RetentionPoint]
+    end: RetentionPoint
+
+    @property
+    def retention(self) -> float:
+        return self.end.retention
+
+    def to_json(self) -> dict[str, Any]:
+        return {"compactions": [p.to_json() for p in self.compactions], "end": self.end.to_json()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Retention:
+        return cls([RetentionPoint.from_json(p) for p in data.get("compactions", [])],
+                   RetentionPoint.from_json(data["end"]))
+
+
+class _Texts:
+    """Searchable text of messages by key, raw and normalised, computed once per key."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.messages = trace.store.messages
+        self._raw: dict[str, str] = {}
+        self._norm: dict[str, str] = {}
+
+    def raw(self, key: str) -> str:
+        text = self._raw.get(key)
+        if text is None:
+            text = self._raw[key] = searchable_text(self.messages.get(key) or {})
+        return text
+
+    def norm(self, key: str) -> str:
+        text = self._norm.get(key)
+        if text is None:
+            text = self._norm[key] = normalise(self.raw(key))
+        return text
+
+
+class _Haystack:
+    """The request's text in two parts: what session messages carry, and what the engine wrote."""
+
+    def __init__(self, keys: Iterable[str], lifetimes: Lifetimes, texts: _Texts) -> None:
+        carried, written = [], []
+        summaries = set(lifetimes.summary_keys)  # a kept message the summary was merged into is summary text
+        for k in keys:
+            own = (k in lifetimes.forms and k not in summaries) or _is_system(texts, k)
+            (carried if own else written).append(k)
+        sep = "\n\u241e\n"  # a separator no fact contains: a fact never matches across two messages
+        self.carried_raw = sep.join(texts.raw(k) for k in carried)
+        self.carried_norm = sep.join(texts.norm(k) for k in carried)
+        self.written_raw = sep.join(texts.raw(k) for k in written)
+        self.written_norm = sep.join(texts.norm(k) for k in written)
+
+    def status(self, fact: Fact) -> tuple[str, bool]:
+        if fact.text in self.carried_raw:
+            return CARRIED, False
+        if fact.text in self.written_raw:
+            return SUMMARY, False
+        if fact.norm in self.carried_norm:
+            return CARRIED, True
+        if fact.norm in self.written_norm:
+            return SUMMARY, True
+        return LOST, False
+
+
+def _is_system(texts: _Texts, key: str) -> bool:
+    return (texts.messages.get(key) or {}).get("role") == "system"
+
+
+class FactIndex:
+    """Facts per session message (computed on first use): the unit of every retention measure."""
+
+    def __init__(self, trace: Trace, lifetimes: Lifetimes) -> None:
+        self.trace = trace
+        self.lifetimes = lifetimes
+        self._by_message: dict[int, list[Fact]] = {}
+
+    def of(self, index: int) -> list[Fact]:
+        found = self._by_message.get(index)
+        if found is None:
+            life = self.lifetimes.messages[index]
+            msg = self.trace.store.messages.get(life.key) or {}
+            found = self._by_message[index] = message_facts(msg, index)
+        return found
+
+    def of_part(self, indices: Iterable[int]) -> list[Fact]:
+        """The distinct facts (by normalised text) of several messages, each with its first origin."""
+        seen: set[str] = set()
+        out: list[Fact] = []
+        for i in sorted(indices):
+            for f in self.of(i):
+                if f.norm not in seen:
+                    seen.add(f.norm)
+                    out.append(f)
+        return out
+
+    def all(self) -> list[Fact]:
+        return self.of_part(range(len(self.lifetimes.messages)))
+
+
+def measure(trace: Trace, facts: Sequence[Fact], request: int | None, lifetimes: Lifetimes,
+            texts: _Texts | None = None) -> list[FactStatus]:
+    """The status of each fact in request ``request`` (all lost when there is no such request)."""
+    if request is None or not (0 <= request < len(trace.requests)):
+        return [FactStatus(f, LOST) for f in facts]
+    texts = texts or _Texts(trace)
+    keys = trace.store.get_list(trace.requests[request].selected)
+    hay = _Haystack(keys, lifetimes, texts)
+    out = []
+    for f in facts:
+        status, normalised = hay.status(f)
+        out.append(FactStatus(f, status, normalised))
+    return out
+
+
+def end_part(lifetimes: Lifetimes) -> list[int]:
+    """Messages sent before the last request that the last request no longer carries."""
+    last = lifetimes.requests - 1
+    if last < 0:
+        return []
+    return [m.index for m in lifetimes.messages if m.sent and m.sent[0] < last and m.sent[-1] != last]
+
+
+def fact_retention(trace: Trace, lifetimes: Lifetimes, index: FactIndex | None = None) -> Retention:
+    """Retention after every compaction of ``lifetimes`` and at the end of the run."""
+    index = index or FactIndex(trace, lifetimes)
+    texts = _Texts(trace)
+    points = []
+    for comp in lifetimes.compactions:
+        facts = index.of_part(comp.removed)
+        points.append(RetentionPoint(comp.event, comp.next_request,
+                                     measure(trace, facts, comp.next_request, lifetimes, texts)))
+    last = lifetimes.requests - 1 if lifetimes.requests else None
+    end_facts = index.of_part(end_part(lifetimes))
+    end = RetentionPoint(None, last, measure(trace, end_facts, last, lifetimes, texts))
+    return Retention(points, end)

@@ -1,0 +1,58 @@
+"""Retention: the share of the compacted part's facts the next request still makes available."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from inspector.quality.analysis import compute
+from inspector.quality.retention import CARRIED, LOST, SUMMARY
+
+from .conftest import KeepLastTwo, Lossless, url
+
+
+def only(points):
+    assert len(points) == 1
+    return points[0]
+
+
+def test_an_engine_that_drops_known_facts_scores_exactly_the_constructed_retention(run):
+    class TwoOfFive(KeepLastTwo):
+        keep = (url(1), url(3))
+
+    analysis = compute(run(TwoOfFive()))
+    point = only(analysis.retention.compactions)
+    # the compaction took out turns 0-4 (five URLs) and its summary repeats two of them
+    assert sorted(f.fact.text for f in point.facts) == [url(k) for k in range(5)]
+    assert Fraction(point.count(SUMMARY) + point.count(CARRIED), point.total) == Fraction(2, 5)
+    assert point.retention == 2 / 5
+    assert sorted(f.fact.text for f in point.lost) == [url(0), url(2), url(4)]
+    assert {f.fact.text: f.status for f in point.facts}[url(1)] == SUMMARY
+    assert analysis.run_retention == 2 / 5  # nothing came back later
+
+
+def test_an_engine_that_keeps_everything_scores_100_percent(run):
+    analysis = compute(run(Lossless()))
+    point = only(analysis.retention.compactions)
+    assert point.total == 5 and point.retention == 1.0
+    assert all(f.status == SUMMARY for f in point.facts)  # available, but only in the engine's summary
+    assert analysis.run_retention == 1.0
+
+
+def test_a_summary_that_writes_nothing_loses_every_fact_it_took_out(run):
+    class Nothing(KeepLastTwo):
+        summary = False
+
+    point = only(compute(run(Nothing())).retention.compactions)
+    assert point.total == 5 and point.retention == 0.0
+    assert all(f.status == LOST for f in point.facts)
+
+
+def test_facts_are_found_normalised_as_well_as_verbatim(run):
+    class Shouting(KeepLastTwo):
+        def rewrite(self, messages):
+            body = " ".join(str(m.get("content")).upper() for m in messages[:-2] if m.get("role") == "user")
+            return [{"role": "user", "content": "[SUMMARY] " + body}, *messages[-2:]]
+
+    point = only(compute(run(Shouting())).retention.compactions)
+    assert point.retention == 1.0
+    assert all(f.normalised for f in point.facts)  # only the case-folded form matches

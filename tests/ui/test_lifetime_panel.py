@@ -1,0 +1,65 @@
+"""The lifetime panel: the selected message's strip, the session chart, lost facts that jump."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QApplication
+
+from inspector.config import load_config
+from inspector.host.replay import replay
+from inspector.quality import lifetime as lt
+from inspector.ui.panels.lifetime import LifetimePanel
+
+from ..host.conftest import NoCache
+from ..quality.conftest import KeepLastTwo, url, url_session
+
+
+def compacted_trace():
+    class Keep(KeepLastTwo):
+        keep = (url(1),)
+
+    config = load_config(None, {"model": {"context_length": 64000}, "inspector": {"hook_timeout_seconds": 2}})
+    return replay(url_session(), Keep(), config, simulator=NoCache())
+
+
+def test_the_selected_message_follows_the_cursor_and_its_strip_shows_its_lifetime(shown) -> None:
+    trace = compacted_trace()
+    cursor, make = shown
+    panel = make(LifetimePanel, trace, 1100, 500)
+    cursor.set(trace.requests[2].event)
+    QApplication.processEvents()
+    life = panel.analysis.lifetimes
+    newest = panel.selected
+    assert newest is not None and life.messages[newest].sent[0] == 2  # the message request 2 added
+    strip = panel.strip_image.image
+    assert strip.shape[0] == len(trace.requests)
+    expected = [lt.CELL_NONE] * len(trace.requests)
+    for r, code in lt.life_cells(life.messages[newest], life.requests):
+        expected[r] = code
+    assert [int(v) for v in strip[:, 0]] == expected
+    assert expected[:2] == [lt.CELL_NONE] * 2 and lt.CELL_SUMMARISED in expected  # not yet, then compacted
+    assert panel.events_list.count() == len(life.messages[newest].events)
+    chart = panel.chart_image.image
+    assert chart.shape == (len(trace.requests), len(life.messages))  # requests × messages, one image
+
+
+def test_a_lost_fact_selects_its_origin_message_and_jumps_to_where_it_was_first_sent(shown) -> None:
+    trace = compacted_trace()
+    cursor, make = shown
+    panel = make(LifetimePanel, trace, 1100, 500)
+    cursor.set(len(trace) - 1)
+    QApplication.processEvents()
+    lost = [panel.lost_list.item(i).text() for i in range(panel.lost_list.count())]
+    assert any(url(0) in t for t in lost) and not any(url(1) in t for t in lost)  # url 1 is in the summary
+    row = next(i for i, t in enumerate(lost) if url(0) in t)
+    panel._lost_clicked(panel.lost_list.item(row))
+    QApplication.processEvents()
+    origin = panel.selected
+    assert trace.store.messages[panel.analysis.lifetimes.messages[origin].key]["content"] == url(0)
+    assert cursor.index == panel.analysis.lifetimes.messages[origin].events[0].event
+    assert not panel.follow.isChecked()  # a clicked message stays selected while the cursor moves
+    cursor.set(len(trace) - 1)
+    QApplication.processEvents()
+    assert panel.selected == origin
+    panel.follow.setChecked(True)
+    QApplication.processEvents()
+    assert panel.selected != origin
