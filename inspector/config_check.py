@@ -60,7 +60,7 @@ KNOWN = {
                     "proactive_prune_min_reclaim_tokens", "micro_compact", "idle_compact_after_seconds", "tail_mode"),
     "prompt_caching": ("cache_ttl",),
     "inspector": ("tokenizer", "cache_profile", "cache_rules", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines",
-                  "offline_fallback_counts", "aux_offline_stand_in"),
+                  "offline_fallback_counts", "aux_offline_stand_in", "token_cache"),
 }
 # Newer Hermes settings the inspector reads but does not model yet, with the value its results
 # correspond to (Hermes' default): set to anything else, they are reported as having no effect.

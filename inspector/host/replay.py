@@ -85,9 +85,11 @@ def record_abandonment(trace: Trace, stuck: StuckHook) -> Trace:
 
 
 def make_counter(config: dict[str, Any]) -> Any:
+    """The run's tokenizer, backed by the persistent token-count cache (see inspector.tokens.persistent)."""
     from inspector.tokens.counter import TokenCounter
+    from inspector.tokens.persistent import open_cache
 
-    return TokenCounter((config.get("inspector") or {}).get("tokenizer") or "cl100k_base")
+    return TokenCounter((config.get("inspector") or {}).get("tokenizer") or "cl100k_base", persistent=open_cache(config))
 
 
 def make_simulator(config: dict[str, Any], model: str = "") -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 
 from inspector.tokens import rough
 from inspector.tokens.encodings import SPECS, TokenizerUnavailable, load_encoding, unavailable_reason
+from inspector.tokens.persistent import TokenCache, rules_hash
 
 APPROX = "approx"
 
@@ -64,7 +65,7 @@ class TokenCounter:
     message (hermes-host.md §8.1): repr length / 4, plus its fixed figure per image.
     """
 
-    def __init__(self, tokenizer: str = "cl100k_base") -> None:
+    def __init__(self, tokenizer: str = "cl100k_base", persistent: TokenCache | None = None) -> None:
         self.name = tokenizer
         self._enc = (
             None if tokenizer == APPROX else load_encoding(tokenizer)
@@ -73,6 +74,10 @@ class TokenCounter:
         self._texts: dict[str, int] = {}
         self._messages: dict[str, int] = {}
         self._tools: dict[str, int] = {}
+        # Counts of other runs and processes (see inspector.tokens.persistent); the rough estimate
+        # costs less than a lookup, so only encodings use it.
+        self.persistent = persistent if persistent is not None and persistent.enabled and self.exact else None
+        self._namespace = f"{tokenizer}:{rules_hash()}"
 
     # -- text ------------------------------------------------------------------------
     def count_text(self, text: str) -> int:
@@ -115,7 +120,12 @@ class TokenCounter:
         cache_key = key if key is not None else content_hash(message)
         n = self._messages.get(cache_key)
         if n is None:
-            n = self._message_tokens(message)
+            store = self.persistent
+            n = store.get(self._namespace, cache_key) if store is not None else None
+            if n is None:
+                n = self._message_tokens(message)
+                if store is not None:
+                    store.put(self._namespace, cache_key, n)
             self._messages[cache_key] = n
         return n
 
@@ -128,6 +138,12 @@ class TokenCounter:
         if len(keys) != len(messages):
             raise ValueError("keys and messages differ in length")
         todo = [m for m, k in zip(messages, keys) if k not in self._messages]
+        store = self.persistent
+        if todo and store is not None:
+            for k in keys:
+                if k not in self._messages and (n := store.get(self._namespace, k)) is not None:
+                    self._messages[k] = n
+            todo = [m for m, k in zip(messages, keys) if k not in self._messages]
         if todo and self._enc is not None:
             texts: list[str] = []
             for m in todo:
@@ -205,6 +221,11 @@ class TokenCounter:
             return 0
         cache_key = content_hash(schemas)
         n = self._tools.get(cache_key)
+        store = self.persistent
+        if n is None and store is not None:
+            n = store.get(self._namespace, "tools:" + cache_key)
+            if n is not None:
+                self._tools[cache_key] = n
         if n is None:
             if self._enc is None:
                 n = rough.estimate_tools_tokens_rough(schemas)
@@ -215,11 +236,18 @@ class TokenCounter:
                     text = json.dumps(fn, ensure_ascii=False, separators=(",", ":"), default=str)
                     n += TOKENS_PER_TOOL + self.count_text(text)
             self._tools[cache_key] = n
+            if store is not None:
+                store.put(self._namespace, "tools:" + cache_key, n)
         return n
 
     # -- housekeeping ----------------------------------------------------------------
     def cache_sizes(self) -> dict[str, int]:
         return {"texts": len(self._texts), "messages": len(self._messages), "tools": len(self._tools)}
+
+    def flush(self) -> None:
+        """Write the counts made so far to the persistent cache (also done in batches, and at exit)."""
+        if self.persistent is not None:
+            self.persistent.flush()
 
     def clear(self) -> None:
         self._texts.clear()
