@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from inspector.batch.runner import task_identity
     from inspector.batch.sources import discover
     from inspector.batch.store import ResultStore, StoreError
-    from inspector.batch.tasks import make_task, parse_sweeps, setting_config
+    from inspector.batch.tasks import make_task, parse_sweeps, setting_config, setting_label
     from inspector.config import ConfigError, command_config
     from inspector.engines.discovery import EngineLoadError
     from inspector.terminal import printable
@@ -117,6 +117,13 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         problems.append(str(exc))
         settings = []
+    from inspector.config import config_warnings
+
+    known = set(config_warnings(config))
+    for setting, cfg in settings:
+        for warning in config_warnings(cfg):
+            if warning not in known:
+                print(f"warning: --sweep {setting_label(setting)}: config {warning}", file=sys.stderr)
     engines = list(dict.fromkeys(args.engine or [str((config.get("context") or {}).get("engine") or "compressor")]))
     if args.baseline and args.baseline not in engines:
         problems.append(f"--baseline {args.baseline!r} is not one of the engines ({', '.join(engines)})")
