@@ -18,7 +18,7 @@ from inspector.batch.table import groups
 # (result field, label, lower is better)
 DELTA_FIGURES = (("tokens_sent", "prompt tokens sent", True), ("cost", "estimated cost", True),
                  ("cache_read", "cached tokens read", False), ("compressions", "compactions", True))
-W, ROW, PAD = 640, 26, 170
+W, ROW, PAD = 720, 32, 230
 
 _CSS = """body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0 20px}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f2f2f2}td.t{text-align:left}
@@ -64,7 +64,7 @@ def session_deltas(results: list[dict[str, Any]], baseline: str, field: str) -> 
             ref = base.get((r["session"], r["setting"]), base.get((r["session"], first_setting)))
         if not ref:
             continue  # no baseline for the session, or nothing to compare against (zero)
-        out.setdefault((r["engine"], r["setting"]), []).append((r["session"], float(r[field]) / ref - 1.0))
+        out.setdefault((r["engine"], r["setting"]), []).append((r["session"], (float(r[field]) - ref) / ref))
     return out
 
 
@@ -82,7 +82,9 @@ def _strip_svg(rows: list[tuple[str, list[tuple[str, float]]]], lower_better: bo
              f'<line x1="{x(0):.1f}" y1="4" x2="{x(0):.1f}" y2="{height - 22}" stroke="#999" stroke-dasharray="3,3"/>']
     for i, (label, pts) in enumerate(rows):
         y = 16 + i * ROW
-        parts.append(f'<text x="4" y="{y + 4}">{_e(label[:28])}</text>')
+        engine, _, setting = label.partition(" · ")
+        parts.append(f'<text x="4" y="{y - 2}">{_e(engine[:36])}<tspan x="4" dy="12" fill="#777">{_e(setting[:40])}'
+                     '</tspan></text>')
         for session, v in pts:
             good = (v < 0) == lower_better if v else True
             parts.append(f'<circle cx="{x(v):.1f}" cy="{y}" r="3.5" fill="{"#2a7" if good else "#c33"}" '

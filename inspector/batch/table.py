@@ -72,9 +72,9 @@ def print_groups(results: list[dict[str, Any]], out: TextIO) -> None:
     from inspector.host.cli import _print_table
     from inspector.terminal import printable
 
-    header = ["engine", "setting", "sessions", "failed", "requests", "req med", "tokens sent", "sent med",
+    header = ["engine", "setting", "sessions", "failed", "stopped", "requests", "req med", "tokens sent", "sent med",
               "cost $", "cost med", "hit sim", "hit rec", "compactions", "comp med", "faults"]
-    rows = [[printable(g["engine"]), printable(g["setting"]), g["sessions"], g["failed"], g["requests"],
+    rows = [[printable(g["engine"]), printable(g["setting"]), g["sessions"], g["failed"], g["stopped"], g["requests"],
              _med(g["requests_median"]), g["tokens_sent"], _med(g["tokens_sent_median"]),
              None if g["cost"] is None else f"{g['cost']:,.4f}", _med(g["cost_median"], 4),
              _pct(g["hit_rate"]), _pct(g["recorded_hit_rate"]), g["compressions"], _med(g["compressions_median"]),

@@ -34,9 +34,12 @@ def canonical_json(value: Any) -> bytes:
 
 
 def session_hash(session: Any) -> str:
-    """What a replay reads of a session: its messages, recorded calls, compactions, tools, identity."""
+    """What a replay reads of a session: its messages, recorded calls, compactions, tools, identity.
+
+    Not where each message was read from (``x_origin`` names the file): a moved file is the same session."""
+    messages = [{k: v for k, v in m.items() if k != "x_origin"} if "x_origin" in m else m for m in session.messages]
     doc = {
-        "id": session.id, "model": session.model, "started_at": session.started_at, "messages": session.messages,
+        "id": session.id, "model": session.model, "started_at": session.started_at, "messages": messages,
         "tools": session.tools, "api_calls": [dataclasses.asdict(c) for c in session.api_calls],
         "compactions": [dataclasses.asdict(c) for c in session.compactions],
         "turns": [dataclasses.asdict(t) for t in session.turns],
