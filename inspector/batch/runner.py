@@ -62,6 +62,7 @@ def _replay(task: dict[str, Any]) -> Any:
     config = task["config"]
     session = require_conversation(load_session(task["session"]["spec"]))
     counter = make_counter(config)
+    counter.count_ahead = False  # the batch gives every core a replay already: no thread counting ahead
     with stdout_to_stderr():  # what an engine prints never reaches a --json on stdout
         loaded = load_engine(task["engine"], config, plugin_dirs=task.get("plugin_dirs") or [])
         try:

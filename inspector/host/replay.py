@@ -23,7 +23,8 @@ from inspector.host.gc_batches import collect_batch, collection_in_batches
 from inspector.host.guard import ABANDON_GRACE, StuckHook, abandon_hook, stuck_hooks
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.responders import ReplayResponder, WireMessages
-from inspector.sessions.model import ApiCall, Compaction, Session, Turn, is_replayable
+from inspector.host.shaping import sanitize_message, shape_message
+from inspector.sessions.model import ApiCall, Compaction, Session, Turn, is_replayable, wire_message
 from inspector.trace.model import EV_MARKER, EV_NOTE, Event, Fault, Trace
 
 ProgressFn = Callable[[int, int], None]
@@ -224,6 +225,11 @@ def play_session_turn(
     return marker_pos
 
 
+def wire_form(message: dict[str, Any]) -> dict[str, Any]:
+    """What the host counts of a transcript message: shaped and sanitised (both pure functions)."""
+    return sanitize_message(shape_message(wire_message(message)))
+
+
 def _activated(loaded: Any) -> contextlib.AbstractContextManager:
     """The engine's sandbox HERMES_HOME, config and plugin manager, for this thread's context."""
     activate = getattr(loaded, "activate", None)
@@ -342,9 +348,17 @@ def replay(
     started = time.perf_counter()
     from inspector.llm import aux
 
-    with _activated(loaded), aux.recording(host.aux_sink), collection_in_batches():
-        cancelled = _play_all(host, session, progress, cancel)
-        trace = host.end()
+    prefetch = getattr(counter, "prefetch", None)
+    if callable(prefetch) and getattr(counter, "count_ahead", False):
+        prefetch(session.messages, wire_form)  # tokenising ahead on another core (see TokenCounter.prefetch)
+    try:
+        with _activated(loaded), aux.recording(host.aux_sink), collection_in_batches():
+            cancelled = _play_all(host, session, progress, cancel)
+            trace = host.end()
+    finally:
+        stop = getattr(counter, "stop_prefetch", None)
+        if callable(stop):
+            stop()
     trace.meta["host_seconds"] = round(time.perf_counter() - started, 4)
     if sandbox is not None:
         from inspector.engines.sandbox import list_written_files

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from inspector.tokens import rough
@@ -78,6 +79,10 @@ class TokenCounter:
         # costs less than a lookup, so only encodings use it.
         self.persistent = persistent if persistent is not None and persistent.enabled and self.exact else None
         self._namespace = f"{tokenizer}:{rules_hash()}"
+        self._prefetch_stop: threading.Event | None = None
+        # Whether a replay may count ahead on another thread (see prefetch): off where every
+        # core already has a replay of its own (batch workers).
+        self.count_ahead = True
 
     # -- text ------------------------------------------------------------------------
     def count_text(self, text: str) -> int:
@@ -110,6 +115,49 @@ class TokenCounter:
             return
         for text, ids in zip(missing, self._enc.encode_ordinary_batch(missing)):
             self._texts[text] = len(ids)
+
+    # -- counting ahead ----------------------------------------------------------------
+    def prefetch(self, messages: Sequence[dict[str, Any]],
+                 form: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        """Start counting the texts of ``messages`` (each as ``form`` makes it: the form that
+        will be counted) on a background thread, in order.
+
+        tiktoken encodes without holding the GIL, so while the replay's own thread runs the host
+        (hooks, hashing, the cache model), another core tokenises the turns ahead of it: the
+        replay then costs about the larger of the two instead of their sum. It is only ever a
+        speed-up: a text the replay reaches first it counts itself, and the thread skips it.
+        ``messages`` must not change while the thread reads them (a session's own list).
+        """
+        if self._enc is None:
+            return
+        self.stop_prefetch()
+        stop = self._prefetch_stop = threading.Event()
+        threading.Thread(target=self._prefetch_run, args=(messages, form, stop), name="token-prefetch",
+                         daemon=True).start()
+
+    def stop_prefetch(self) -> None:
+        if self._prefetch_stop is not None:
+            self._prefetch_stop.set()
+            self._prefetch_stop = None
+
+    def _prefetch_run(self, messages: Sequence[dict[str, Any]], form: Callable[[dict[str, Any]], dict[str, Any]] | None,
+                      stop: threading.Event) -> None:
+        texts, encode, counted = self._texts, self._enc.encode_ordinary, self._messages  # type: ignore[union-attr]
+        i, n = 0, len(messages)
+        try:
+            while i < n and not stop.is_set():
+                # The replay counts messages in about the session's order: where it has got to
+                # already, there is nothing left to count ahead (on a busy machine it may lead).
+                i = max(i, len(counted))
+                if i >= n:
+                    return
+                message = messages[i]
+                i += 1
+                for text in _message_texts(form(message) if form is not None else message):
+                    if text and text not in texts:
+                        texts[text] = len(encode(text))
+        except Exception:  # noqa: BLE001 - a speed-up only: the replay counts what is missing itself
+            return
 
     # -- messages --------------------------------------------------------------------
     def count_message(self, message: dict[str, Any], key: str | None = None) -> int:
@@ -303,5 +351,10 @@ def _message_texts(message: dict[str, Any]) -> list[str]:
     for call in message.get("tool_calls") or ():
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict):
+            out.append(_as_text(fn.get("name")))
             out.append(_as_text(fn.get("arguments")))
+    for field in ("name", "tool_call_id"):
+        value = message.get(field)
+        if value:
+            out.append(_as_text(value))
     return out

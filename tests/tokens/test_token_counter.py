@@ -209,3 +209,51 @@ def test_distinct_messages_counted_fast(counter):
     again = time.perf_counter() - start
     assert first < 5.0
     assert again < first
+
+
+# -- counting ahead on another thread -------------------------------------------------------
+
+def test_counting_ahead_gives_the_counts_counting_in_turn_gives():
+    import time
+
+    messages = [{"role": "user", "content": f"  message {i} " + "text " * (i % 50)} for i in range(400)]
+    ahead = TokenCounter("cl100k_base")
+    ahead.prefetch(messages, form=lambda m: {**m, "content": m["content"].strip()})
+    deadline = time.monotonic() + 30
+    while len(ahead.cache_sizes()) and ahead.cache_sizes()["texts"] < 401 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ahead.cache_sizes()["texts"] == 401  # every stripped content, and the role
+    plain = TokenCounter("cl100k_base")
+    stripped = [{**m, "content": m["content"].strip()} for m in messages]
+    assert [ahead.count_message(m) for m in stripped] == [plain.count_message(m) for m in stripped]
+
+
+def test_counting_ahead_stops_when_asked():
+    import time
+
+    messages = [{"role": "user", "content": "word " * 2000 + str(i)} for i in range(3000)]
+    counter = TokenCounter("cl100k_base")
+    counter.prefetch(messages)
+    counter.stop_prefetch()
+    time.sleep(0.2)
+    first = counter.cache_sizes()["texts"]
+    time.sleep(0.2)
+    assert counter.cache_sizes()["texts"] == first < 3000
+
+
+def test_a_replay_counting_ahead_records_what_one_counting_in_turn_records():
+    from inspector.bench.host_bench import DropOldest, make_session
+    from inspector.config import load_config
+    from inspector.host.replay import make_simulator, replay
+
+    session = make_session(120, seed=5)
+    config = load_config(None, {"model": {"context_length": 64000}})
+    traces = []
+    for ahead in (True, False):
+        counter = TokenCounter("cl100k_base")
+        counter.count_ahead = ahead
+        traces.append(replay(session, DropOldest(), config, counter=counter, simulator=make_simulator(config)))
+    with_thread, without = traces
+    assert [r.tokens for r in with_thread.requests] == [r.tokens for r in without.requests]
+    assert [r.usage for r in with_thread.requests] == [r.usage for r in without.requests]
+    assert len(with_thread.compress_events) == len(without.compress_events) > 0
