@@ -94,3 +94,32 @@ class ResultStore:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def read_results(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every result in a batch folder, read-only: the newest per (session, engine, setting).
+
+    For the window's Corpus view: a folder used by several batches holds their results side by
+    side, and an edited session's old results stay in the store under their old key.
+    """
+    path = Path(folder) / FILE_NAME
+    if not path.is_file():
+        raise StoreError(f"{folder}: no batch results here (run `context-inspector batch … --out {folder}`)")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
+        try:
+            rows = conn.execute("SELECT result FROM results ORDER BY written, rowid").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot read the batch results: {exc}") from None
+    newest: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for (text,) in rows:
+        try:
+            result = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(result, dict) and {"session", "engine", "setting"} <= result.keys():
+            newest.pop((result["session"], result["engine"], result["setting"]), None)
+            newest[(result["session"], result["engine"], result["setting"])] = result
+    return sorted(newest.values(), key=lambda r: (r["session"], r["engine"], r["setting"]))
