@@ -68,7 +68,7 @@ def _engine_identity(name: str, config: dict[str, Any], plugin_dirs: list[str]) 
         loaded.close()
 
 
-def _session_digests(refs: list, store: Any, out: Any) -> tuple[list[tuple[Any, str]], list[tuple[str, str]]]:
+def _session_digests(refs: list, store: Any) -> tuple[list[tuple[Any, str]], list[tuple[str, str]]]:
     """(ref, content hash) of every replayable session; (spec, why) of the rest."""
     from inspector.batch.tasks import session_hash
     from inspector.sessions import load_session, require_conversation
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {printable(path)}: {printable(why)}", file=sys.stderr)
     if found.skipped:
         print(f"note: {len(found.skipped)} file(s) in the folders are not transcripts and were skipped", file=sys.stderr)
-    ready, unusable = _session_digests(found.sessions, store, sys.stderr)
+    ready, unusable = _session_digests(found.sessions, store)
     for spec, why in unusable[:SHOWN]:
         print(f"skipped: {printable(spec)}: {printable(why)}", file=sys.stderr)
     if len(unusable) > SHOWN:

@@ -182,11 +182,17 @@ class KeyLists:
         assert isinstance(item, _Delta)
         base = self[item.base]
         out = base[:item.prefix] + item.tail if item.prefix < len(base) else base + item.tail
+        self._remember(index, out)
+        return out
+
+    def _remember(self, index: int, tup: tuple[str, ...]) -> None:
         recent = self._recent
         if len(recent) >= self.RECENT:
-            del recent[next(iter(recent))]
-        recent[index] = out
-        return out
+            try:
+                del recent[next(iter(recent))]
+            except (KeyError, RuntimeError, StopIteration):  # another reader's thread evicted it first
+                pass
+        recent[index] = tup
 
     def __iter__(self):
         for i in range(len(self._items)):
@@ -222,10 +228,7 @@ class KeyLists:
                 shared = _shared_prefix(self[like], tup)
                 if shared >= self.MIN_SHARED and shared * 2 >= len(tup):
                     items.append(_Delta(like, shared, tup[shared:], depth + 1))
-                    recent = self._recent
-                    if len(recent) >= self.RECENT:
-                        del recent[next(iter(recent))]
-                    recent[len(items) - 1] = tup
+                    self._remember(len(items) - 1, tup)
                     return
         items.append(tup)
 
