@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -40,6 +41,20 @@ IMAGE_TOKENS = 765
 IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
 _TEXT_FIELDS = ("text", "refusal", "transcript")
 _BATCH_MIN = 16  # below this, a thread pool costs more than it saves
+
+
+def spare_core() -> bool:
+    """Whether the machine has a core nobody uses (1-minute load average): counting ahead on a
+    thread only pays when it runs beside the replay, not in turn with it."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on every platform: assume the usual desktop, idle cores
+        return cores > 1
+    return cores > 1 and load <= cores - 1.5
 
 
 def available_tokenizers() -> dict[str, str | None]:
@@ -128,7 +143,7 @@ class TokenCounter:
         speed-up: a text the replay reaches first it counts itself, and the thread skips it.
         ``messages`` must not change while the thread reads them (a session's own list).
         """
-        if self._enc is None:
+        if self._enc is None or not spare_core():
             return
         self.stop_prefetch()
         stop = self._prefetch_stop = threading.Event()
@@ -143,9 +158,12 @@ class TokenCounter:
     def _prefetch_run(self, messages: Sequence[dict[str, Any]], form: Callable[[dict[str, Any]], dict[str, Any]] | None,
                       stop: threading.Event) -> None:
         texts, encode, counted = self._texts, self._enc.encode_ordinary, self._messages  # type: ignore[union-attr]
+        store = self.persistent
         i, n = 0, len(messages)
         try:
             while i < n and not stop.is_set():
+                if store is not None and store.hits > 32 and store.hits > 4 * store.misses:
+                    return  # the counts come from the persistent cache: nothing to tokenise ahead
                 # The replay counts messages in about the session's order: where it has got to
                 # already, there is nothing left to count ahead (on a busy machine it may lead).
                 i = max(i, len(counted))
