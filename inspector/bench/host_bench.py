@@ -205,6 +205,10 @@ def main() -> int:
           f"{len(distinct):,} distinct messages")
     print(f"trace: {len(trace.events):,} events, {len(trace.requests):,} requests, "
           f"{len(trace.compress_events)} compress calls, engine {getattr(loaded, 'name', args.engine)}")
+    from inspector.tokens.counter import spare_core
+
+    print(f"conditions: {os.cpu_count()} CPUs, load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}; "
+          f"counting ahead on a thread {'on (a core is idle)' if spare_core() else 'off (no idle core)'}")
     print(f"baseline (tokenise each distinct message once): {baseline:.2f} s (CPU {baseline_cpu:.2f} s)")
     print(f"host replay: {host:.2f} s  -> ratio {host / baseline:.2f} (target <= 1.5); "
           f"CPU {host_cpu:.2f} s -> ratio {host_cpu / baseline_cpu:.2f}")
