@@ -143,8 +143,10 @@ class TokenCache:
     def put(self, namespace: str, key: str, n: int) -> None:
         if self._conn is None:
             return
-        self._pending[(namespace, key)] = n
-        if len(self._pending) >= FLUSH_EVERY:
+        with self._lock:  # replays on several threads may share a counter (compare)
+            self._pending[(namespace, key)] = n
+            full = len(self._pending) >= FLUSH_EVERY
+        if full:
             self.flush()
 
     def put_many(self, namespace: str, items: Iterable[tuple[str, int]]) -> None:
@@ -153,10 +155,11 @@ class TokenCache:
 
     def flush(self) -> None:
         """Write the pending counts in one transaction (a row another process wrote first is kept)."""
-        if not self._pending or self._conn is None:
-            self._pending.clear()
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if not pending or self._conn is None:
             return
-        rows = [(ns, key, n) for (ns, key), n in self._pending.items()]
+        rows = [(ns, key, n) for (ns, key), n in pending.items()]
         try:
             with self._lock:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -168,7 +171,6 @@ class TokenCache:
                     raise
         except sqlite3.Error as exc:
             self._off(f"token cache {self.path} not used: {exc}")
-        self._pending.clear()
 
     def size(self) -> int:
         """Rows on disk (for reports and tests)."""

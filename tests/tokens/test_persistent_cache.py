@@ -147,3 +147,30 @@ def test_several_processes_write_at_once_and_every_count_is_kept(tmp_path):
     for tag, counts, _ in outputs:
         assert [reader.count_message(m) for m in _messages(n, "shared") + _messages(n, tag)] == counts
     assert cache.misses == 0
+
+
+def test_threads_sharing_one_cache_lose_no_count(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setattr(persistent, "FLUSH_EVERY", 50)  # flushes while the others put
+    cache = TokenCache(tmp_path / "tc.sqlite")
+    errors = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(500):
+                cache.put("ns", f"{t}-{i}", i)
+                if i % 97 == 0:
+                    cache.flush()
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    cache.flush()
+    assert errors == [] and cache.problem is None
+    assert cache.size() == 2000
+    assert cache.get("ns", "3-499") == 499
