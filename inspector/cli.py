@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "inspector.engines.cli_doctor",
     "compare": "inspector.compare.cli",
     "follow": "inspector.live.cli_follow",
+    "batch": "inspector.batch.cli",
 }
 
 

@@ -63,7 +63,7 @@ KNOWN = {
                     "proactive_prune_min_reclaim_tokens", "micro_compact", "idle_compact_after_seconds", "tail_mode"),
     "prompt_caching": ("cache_ttl",),
     "inspector": ("tokenizer", "cache_profile", "cache_rules", "plugin_dirs", "hook_timeout_seconds", "live", "demo_engines", "usage",
-                  "load_timeout_seconds", "worker_memory_mb", "sandbox",
+                  "load_timeout_seconds", "worker_memory_mb", "sandbox", "token_cache",
                   "offline_fallback_counts", "aux_offline_stand_in", "host_profile", "probe_tools"),
 }
 # Newer Hermes settings the inspector reads but does not model yet, with the value its results

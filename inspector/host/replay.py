@@ -23,7 +23,8 @@ from inspector.host.gc_batches import collect_batch, collection_in_batches
 from inspector.host.guard import ABANDON_GRACE, StuckHook, abandon_hook, stuck_hooks
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.responders import ReplayResponder, WireMessages
-from inspector.sessions.model import ApiCall, Compaction, Session, Turn, is_replayable
+from inspector.host.shaping import sanitize_message, shape_message
+from inspector.sessions.model import ApiCall, Compaction, Session, Turn, is_replayable, wire_message
 from inspector.trace.model import EV_MARKER, EV_NOTE, Event, Fault, Trace
 
 ProgressFn = Callable[[int, int], None]
@@ -85,9 +86,11 @@ def record_abandonment(trace: Trace, stuck: StuckHook) -> Trace:
 
 
 def make_counter(config: dict[str, Any]) -> Any:
+    """The run's tokenizer, backed by the persistent token-count cache (see inspector.tokens.persistent)."""
     from inspector.tokens.counter import TokenCounter
+    from inspector.tokens.persistent import open_cache
 
-    return TokenCounter((config.get("inspector") or {}).get("tokenizer") or "cl100k_base")
+    return TokenCounter((config.get("inspector") or {}).get("tokenizer") or "cl100k_base", persistent=open_cache(config))
 
 
 def make_simulator(config: dict[str, Any], model: str = "") -> Any:
@@ -271,6 +274,11 @@ def _marker(host: Host, c: Compaction, turn: int) -> None:
     host.trace.add_event(ev)
 
 
+def wire_form(message: dict[str, Any]) -> dict[str, Any]:
+    """What the host counts of a transcript message: shaped and sanitised (both pure functions)."""
+    return sanitize_message(shape_message(wire_message(message)))
+
+
 def _activated(loaded: Any) -> contextlib.AbstractContextManager:
     """The engine's sandbox HERMES_HOME, config and plugin manager, for this thread's context."""
     activate = getattr(loaded, "activate", None)
@@ -402,16 +410,24 @@ def replay(
     started = time.perf_counter()
     from inspector.llm import aux
 
-    with _activated(loaded), aux.recording(host.aux_sink), collection_in_batches():
-        cancelled = _play_all(host, session, progress, cancel)
-        trace = host.end()
-        if not cancelled and (config.get("inspector") or {}).get("probe_tools"):
-            # --probe-tools: a dry run of the engine's retrieval tools needs it live, in its sandbox
-            from inspector.engines.run_context import running
-            from inspector.quality.probes import probe_retrieval_tools
+    prefetch = getattr(counter, "prefetch", None)
+    if callable(prefetch) and getattr(counter, "count_ahead", False):
+        prefetch(session.messages, wire_form)  # tokenising ahead on another core (see TokenCounter.prefetch)
+    try:
+        with _activated(loaded), aux.recording(host.aux_sink), collection_in_batches():
+            cancelled = _play_all(host, session, progress, cancel)
+            trace = host.end()
+            if not cancelled and (config.get("inspector") or {}).get("probe_tools"):
+                # --probe-tools: a dry run of the engine's retrieval tools needs it live, in its sandbox
+                from inspector.engines.run_context import running
+                from inspector.quality.probes import probe_retrieval_tools
 
-            with running(host.run):
-                probe_retrieval_tools(trace, engine, timeout=host.settings.hook_timeout)
+                with running(host.run):
+                    probe_retrieval_tools(trace, engine, timeout=host.settings.hook_timeout)
+    finally:
+        stop = getattr(counter, "stop_prefetch", None)
+        if callable(stop):
+            stop()
     trace.meta["host_seconds"] = round(time.perf_counter() - started, 4)
     trace.meta["usage_model"] = usage_model.to_json()
     if sandbox is not None:

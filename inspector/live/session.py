@@ -90,7 +90,7 @@ def snapshot_trace(trace: Trace) -> Trace:
     snap = Trace(meta=copy.deepcopy(trace.meta))
     src, dst = trace.store, snap.store
     dst.messages = dict(src.messages)
-    dst.lists = list(src.lists)
+    dst.lists = src.lists.copy()
     dst._list_ids = dict(src._list_ids)
     dst.tokens = dict(src.tokens)
     snap.events = list(trace.events)

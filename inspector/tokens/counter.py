@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+import os
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from inspector.tokens import rough
 from inspector.tokens.encodings import SPECS, TokenizerUnavailable, load_encoding, unavailable_reason
 from inspector.tokens.redacted import placeholder_tokens, split_placeholders
+from inspector.tokens.persistent import TokenCache, rules_hash
 
 APPROX = "approx"
 
@@ -52,6 +55,20 @@ def _text_digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+def spare_core() -> bool:
+    """Whether the machine has a core nobody uses (1-minute load average): counting ahead on a
+    thread only pays when it runs beside the replay, not in turn with it."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on every platform: assume the usual desktop, idle cores
+        return cores > 1
+    return cores > 1 and load <= cores - 1.5
+
+
 def available_tokenizers() -> dict[str, str | None]:
     """Every tokenizer name → None if usable offline here, else the reason (with the fix)."""
     out: dict[str, str | None] = {name: unavailable_reason(name) for name in SPECS}
@@ -76,7 +93,7 @@ class TokenCounter:
     message (hermes-host.md §8.1): repr length / 4, plus its fixed figure per image.
     """
 
-    def __init__(self, tokenizer: str = "cl100k_base") -> None:
+    def __init__(self, tokenizer: str = "cl100k_base", persistent: TokenCache | None = None) -> None:
         self.name = tokenizer
         self._enc = (
             None if tokenizer == APPROX else load_encoding(tokenizer)
@@ -85,6 +102,14 @@ class TokenCounter:
         self._texts: dict[str, int] = {}
         self._messages: dict[str, int] = {}
         self._tools: dict[str, int] = {}
+        # Counts of other runs and processes (see inspector.tokens.persistent); the rough estimate
+        # costs less than a lookup, so only encodings use it.
+        self.persistent = persistent if persistent is not None and persistent.enabled and self.exact else None
+        self._namespace = f"{tokenizer}:{rules_hash()}"
+        self._prefetch_stop: threading.Event | None = None
+        # Whether a replay may count ahead on another thread (see prefetch): off where every
+        # core already has a replay of its own (batch workers).
+        self.count_ahead = True
 
     # -- text ------------------------------------------------------------------------
     def count_text(self, text: str) -> int:
@@ -137,6 +162,52 @@ class TokenCounter:
         for text, ids in zip(plain, self._enc.encode_ordinary_batch(plain)):
             self._texts[text] = len(ids)
 
+    # -- counting ahead ----------------------------------------------------------------
+    def prefetch(self, messages: Sequence[dict[str, Any]],
+                 form: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        """Start counting the texts of ``messages`` (each as ``form`` makes it: the form that
+        will be counted) on a background thread, in order.
+
+        tiktoken encodes without holding the GIL, so while the replay's own thread runs the host
+        (hooks, hashing, the cache model), another core tokenises the turns ahead of it: the
+        replay then costs about the larger of the two instead of their sum. It is only ever a
+        speed-up: a text the replay reaches first it counts itself, and the thread skips it.
+        ``messages`` must not change while the thread reads them (a session's own list).
+        """
+        if self._enc is None or not spare_core():
+            return
+        self.stop_prefetch()
+        stop = self._prefetch_stop = threading.Event()
+        threading.Thread(target=self._prefetch_run, args=(messages, form, stop), name="token-prefetch",
+                         daemon=True).start()
+
+    def stop_prefetch(self) -> None:
+        if self._prefetch_stop is not None:
+            self._prefetch_stop.set()
+            self._prefetch_stop = None
+
+    def _prefetch_run(self, messages: Sequence[dict[str, Any]], form: Callable[[dict[str, Any]], dict[str, Any]] | None,
+                      stop: threading.Event) -> None:
+        texts, encode, counted = self._texts, self._enc.encode_ordinary, self._messages  # type: ignore[union-attr]
+        store = self.persistent
+        i, n = 0, len(messages)
+        try:
+            while i < n and not stop.is_set():
+                if store is not None and store.hits > 32 and store.hits > 4 * store.misses:
+                    return  # the counts come from the persistent cache: nothing to tokenise ahead
+                # The replay counts messages in about the session's order: where it has got to
+                # already, there is nothing left to count ahead (on a busy machine it may lead).
+                i = max(i, len(counted))
+                if i >= n:
+                    return
+                message = messages[i]
+                i += 1
+                for text in _message_texts(form(message) if form is not None else message):
+                    if text and text not in texts:
+                        texts[text] = len(encode(text))
+        except Exception:  # noqa: BLE001 - a speed-up only: the replay counts what is missing itself
+            return
+
     # -- messages --------------------------------------------------------------------
     def count_message(self, message: dict[str, Any], key: str | None = None) -> int:
         """Tokens one message adds to a request (excluding the per-request reply priming).
@@ -146,7 +217,12 @@ class TokenCounter:
         cache_key = key if key is not None else content_hash(message)
         n = self._messages.get(cache_key)
         if n is None:
-            n = self._message_tokens(message)
+            store = self.persistent
+            n = store.get(self._namespace, cache_key) if store is not None else None
+            if n is None:
+                n = self._message_tokens(message)
+                if store is not None:
+                    store.put(self._namespace, cache_key, n)
             self._messages[cache_key] = n
         return n
 
@@ -159,6 +235,12 @@ class TokenCounter:
         if len(keys) != len(messages):
             raise ValueError("keys and messages differ in length")
         todo = [m for m, k in zip(messages, keys) if k not in self._messages]
+        store = self.persistent
+        if todo and store is not None:
+            for k in keys:
+                if k not in self._messages and (n := store.get(self._namespace, k)) is not None:
+                    self._messages[k] = n
+            todo = [m for m, k in zip(messages, keys) if k not in self._messages]
         if todo and self._enc is not None:
             texts: list[str] = []
             for m in todo:
@@ -236,6 +318,11 @@ class TokenCounter:
             return 0
         cache_key = content_hash(schemas)
         n = self._tools.get(cache_key)
+        store = self.persistent
+        if n is None and store is not None:
+            n = store.get(self._namespace, "tools:" + cache_key)
+            if n is not None:
+                self._tools[cache_key] = n
         if n is None:
             if self._enc is None:
                 n = rough.estimate_tools_tokens_rough(schemas)
@@ -246,11 +333,18 @@ class TokenCounter:
                     text = json.dumps(fn, ensure_ascii=False, separators=(",", ":"), default=str)
                     n += TOKENS_PER_TOOL + self.count_text(text)
             self._tools[cache_key] = n
+            if store is not None:
+                store.put(self._namespace, "tools:" + cache_key, n)
         return n
 
     # -- housekeeping ----------------------------------------------------------------
     def cache_sizes(self) -> dict[str, int]:
         return {"texts": len(self._texts), "messages": len(self._messages), "tools": len(self._tools)}
+
+    def flush(self) -> None:
+        """Write the counts made so far to the persistent cache (also done in batches, and at exit)."""
+        if self.persistent is not None:
+            self.persistent.flush()
 
     def clear(self) -> None:
         self._texts.clear()
@@ -306,5 +400,10 @@ def _message_texts(message: dict[str, Any]) -> list[str]:
     for call in message.get("tool_calls") or ():
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict):
+            out.append(_as_text(fn.get("name")))
             out.append(_as_text(fn.get("arguments")))
+    for field in ("name", "tool_call_id"):
+        value = message.get(field)
+        if value:
+            out.append(_as_text(value))
     return out

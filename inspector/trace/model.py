@@ -137,13 +137,125 @@ def legacy_message_key(message: dict[str, Any]) -> str:
     return hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
 
 
+class _Delta:
+    """A key list stored as a prefix of an earlier list plus its own tail."""
+
+    __slots__ = ("base", "prefix", "tail", "depth")
+
+    def __init__(self, base: int, prefix: int, tail: tuple[str, ...], depth: int) -> None:
+        self.base, self.prefix, self.tail, self.depth = base, prefix, tail, depth
+
+
+class KeyLists:
+    """The interned key lists of a trace, most stored as a prefix of an earlier one plus a tail.
+
+    A replay records a list per request, and each is nearly always the previous one with a few
+    messages appended: written whole, the lists of a 10,000-turn replay hold some 6.6 million
+    references (the largest part of its memory). Stored as deltas they hold little more than
+    the appended keys. Reading one rebuilds it from at most :data:`MAX_DEPTH` deltas; the lists
+    read last are kept, so walking them in order (saving, the window's plots) costs a copy each.
+    Reads as a sequence of tuples, and compares equal to a list of the same tuples.
+    """
+
+    MAX_DEPTH = 12  # a list this many deltas from a whole one is stored whole
+    MIN_SHARED = 8  # a shorter shared prefix is not worth a delta
+    RECENT = 64
+
+    def __init__(self, lists: Any = ()) -> None:
+        self._items: list[tuple[str, ...] | _Delta] = []
+        self._recent: dict[int, tuple[str, ...]] = {}
+        for tup in lists:
+            self.append(tuple(tup))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, index: int) -> tuple[str, ...]:
+        if index < 0:
+            index += len(self._items)
+        item = self._items[index]
+        if type(item) is tuple:
+            return item
+        found = self._recent.get(index)
+        if found is not None:
+            return found
+        assert isinstance(item, _Delta)
+        base = self[item.base]
+        out = base[:item.prefix] + item.tail if item.prefix < len(base) else base + item.tail
+        self._remember(index, out)
+        return out
+
+    def _remember(self, index: int, tup: tuple[str, ...]) -> None:
+        recent = self._recent
+        if len(recent) >= self.RECENT:
+            try:
+                del recent[next(iter(recent))]
+            except (KeyError, RuntimeError, StopIteration):  # another reader's thread evicted it first
+                pass
+        recent[index] = tup
+
+    def __iter__(self):
+        for i in range(len(self._items)):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (KeyLists, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"KeyLists({len(self)} lists)"
+
+    def copy(self) -> KeyLists:
+        """A copy sharing the (immutable) stored lists: cheap, for a snapshot read on another thread."""
+        out = KeyLists()
+        out._items = list(self._items)
+        return out
+
+    CANDIDATES = 4  # the latest lists tried as a base (a request's list follows a turn's short input list)
+
+    def append(self, tup: tuple[str, ...]) -> None:
+        """Store ``tup`` as the next list: a delta on a recent list it mostly extends, else whole."""
+        items = self._items
+        if len(tup) >= self.MIN_SHARED:
+            for like in range(len(items) - 1, max(-1, len(items) - 1 - self.CANDIDATES), -1):
+                item = items[like]
+                depth = 0 if type(item) is tuple else item.depth  # type: ignore[union-attr]
+                if depth >= self.MAX_DEPTH:
+                    continue
+                shared = _shared_prefix(self[like], tup)
+                if shared >= self.MIN_SHARED and shared * 2 >= len(tup):
+                    items.append(_Delta(like, shared, tup[shared:], depth + 1))
+                    self._remember(len(items) - 1, tup)
+                    return
+        items.append(tup)
+
+
+def _shared_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    """Length of the common prefix of ``a`` and ``b`` (slice comparisons: done in C)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 class MessageStore:
     """Messages by key and interned key lists; each distinct message or list stored once."""
 
     def __init__(self) -> None:
         self.messages: dict[str, dict[str, Any]] = {}
-        self.lists: list[tuple[str, ...]] = []
-        self._list_ids: dict[tuple[str, ...], int] = {}
+        self.lists: KeyLists = KeyLists()
+        # Interning by the tuple's hash (the tuples themselves are not kept: see KeyLists).
+        self._list_ids: dict[int, int | list[int]] = {}
         # Per-key figures filled by the host's token counter: {key: {"tiktoken": n, "rough_chars": n, ...}}
         self.tokens: dict[str, dict[str, int]] = {}
 
@@ -162,12 +274,25 @@ class MessageStore:
 
     def put_list(self, keys: list[str] | tuple[str, ...]) -> int:
         tup = tuple(keys)
-        found = self._list_ids.get(tup)
+        lists = self.lists
+        if type(lists) is not KeyLists:  # assigned a plain list of tuples (tests, older callers)
+            lists = self.lists = KeyLists(lists)
+            self._list_ids = {}
+            for i, existing in enumerate(lists):
+                self._list_ids.setdefault(hash(existing), i)
+        h = hash(tup)
+        found = self._list_ids.get(h)
         if found is not None:
-            return found
-        self.lists.append(tup)
-        self._list_ids[tup] = len(self.lists) - 1
-        return len(self.lists) - 1
+            for i in (found if type(found) is list else (found,)):
+                if lists[i] == tup:
+                    return i
+        i = len(lists)
+        lists.append(tup)
+        if found is None:
+            self._list_ids[h] = i
+        else:  # a hash collision between different lists: keep both
+            self._list_ids[h] = [*(found if type(found) is list else (found,)), i]
+        return i
 
     def put_messages(self, messages: list[dict[str, Any]]) -> int:
         return self.put_list([self.put(m) for m in messages])
@@ -324,7 +449,10 @@ class Trace:
     # -- building --------------------------------------------------------------------
     def add_event(self, event: Event) -> Event:
         event.index = len(self.events)
-        self.events.append(event)
+        events = self.events
+        if events and event.state is not None and event.state == events[-1].state:
+            event.state = events[-1].state  # one tuple for a run of equal states (most events change none)
+        events.append(event)
         self._finished = False
         return event
 

@@ -510,6 +510,8 @@ class MainWindow(QMainWindow):
             "save": self._action("&Save trace", self.save, QKeySequence.StandardKey.Save, "Save the trace (with bookmarks and notes)"),
             "save_as": self._action("Save trace &as…", self.save_as, "Ctrl+Shift+S"),
             "export": self._action("&Export current panel as PNG…", self.export_dialog, "Ctrl+E"),
+            "corpus": self._action("Open &batch results (Corpus)…", self.corpus_dialog, None,
+                                   "The results of `context-inspector batch --out DIR`: a session × engine grid"),
             "quit": self._action("&Quit", self.close, QKeySequence.StandardKey.Quit),
             "prev": self._action("Previous event", lambda: nav(lambda: c.step(-1), "first event"), "Left"),
             "next": self._action("Next event", lambda: nav(lambda: c.step(1), "last event"), "Right"),
@@ -556,6 +558,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         file_menu.addMenu(self.recent_menu)
         file_menu.addSeparator()
+        file_menu.addAction(self.act["corpus"])
         for name in ("save", "save_as", "export"):
             file_menu.addAction(self.act[name])
         file_menu.addSeparator()
@@ -782,6 +785,37 @@ class MainWindow(QMainWindow):
         path = self.ask_open_path()
         if path:
             self.open_path(path)
+
+    def corpus_dialog(self, folder: str | None = None) -> Any:
+        """The Corpus view of a batch result folder (see inspector.ui.corpus); returns the dialog."""
+        from inspector.batch.store import StoreError, read_results
+        from inspector.ui.corpus import CorpusDialog
+
+        if folder is None:
+            folder = QFileDialog.getExistingDirectory(self, "Batch result folder (--out DIR)")
+            if not folder:
+                return None
+        try:
+            results = read_results(folder)
+        except StoreError as exc:
+            self.show_message(str(exc))
+            return None
+        dialog = CorpusDialog(results, folder, self.open_corpus_cell, self)
+        dialog.show()
+        return dialog
+
+    def open_corpus_cell(self, result: dict[str, Any]) -> None:
+        """One session × engine of a batch: its saved trace, else the session replayed with that engine."""
+        trace_path = result.get("trace_path")
+        if trace_path and os.path.isfile(trace_path):
+            self.open_path(trace_path)
+            return
+        combo = self.replay_bar.engine_combo
+        if combo.findText(result["engine"]) >= 0:
+            combo.setCurrentText(result["engine"])
+        if self.open_path(result["session"]) and result.get("setting") != "default":
+            self.show_message(f"replayed with {result['engine']} under this window's config, not the batch's "
+                              f"{result['setting']}: run the batch with --save-traces to open its own trace", "info")
 
     def open_path(self, path: str, *, sync_replay: bool = False, cursor: int = 0,
                   compare: list[str] | None = None) -> bool:

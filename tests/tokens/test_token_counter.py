@@ -229,3 +229,92 @@ def test_a_long_text_is_encoded_once_per_process_whichever_counter_asks(monkeypa
     assert encoded.count(len(long_text)) == 1
     assert first.count_text(long_text + "and then some") > n  # keyed by content: another text is counted anew
     assert encoded.count(len(long_text) + 13) == 1
+
+
+# -- counting ahead on another thread -------------------------------------------------------
+
+@pytest.fixture
+def idle_core(monkeypatch):
+    """Counting ahead runs only beside the replay, on a core nobody uses: say there is one."""
+    import inspector.tokens.counter as counter_module
+
+    monkeypatch.setattr(counter_module, "spare_core", lambda: True)
+
+
+def test_counting_ahead_gives_the_counts_counting_in_turn_gives(idle_core):
+    import time
+
+    messages = [{"role": "user", "content": f"  message {i} " + "text " * (i % 50)} for i in range(400)]
+    ahead = TokenCounter("cl100k_base")
+    ahead.prefetch(messages, form=lambda m: {**m, "content": m["content"].strip()})
+    deadline = time.monotonic() + 30
+    while len(ahead.cache_sizes()) and ahead.cache_sizes()["texts"] < 401 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ahead.cache_sizes()["texts"] == 401  # every stripped content, and the role
+    plain = TokenCounter("cl100k_base")
+    stripped = [{**m, "content": m["content"].strip()} for m in messages]
+    assert [ahead.count_message(m) for m in stripped] == [plain.count_message(m) for m in stripped]
+
+
+def test_counting_ahead_stops_when_asked(idle_core):
+    import time
+
+    messages = [{"role": "user", "content": "word " * 2000 + str(i)} for i in range(3000)]
+    counter = TokenCounter("cl100k_base")
+    counter.prefetch(messages)
+    counter.stop_prefetch()
+    time.sleep(0.2)
+    first = counter.cache_sizes()["texts"]
+    time.sleep(0.2)
+    assert counter.cache_sizes()["texts"] == first < 3000
+
+
+def test_a_replay_counting_ahead_records_what_one_counting_in_turn_records(idle_core):
+    from inspector.bench.host_bench import DropOldest, make_session
+    from inspector.config import load_config
+    from inspector.host.replay import make_simulator, replay
+
+    session = make_session(120, seed=5)
+    config = load_config(None, {"model": {"context_length": 64000}})
+    traces = []
+    for ahead in (True, False):
+        counter = TokenCounter("cl100k_base")
+        counter.count_ahead = ahead
+        traces.append(replay(session, DropOldest(), config, counter=counter, simulator=make_simulator(config)))
+    with_thread, without = traces
+    assert [r.tokens for r in with_thread.requests] == [r.tokens for r in without.requests]
+    assert [r.usage for r in with_thread.requests] == [r.usage for r in without.requests]
+    assert len(with_thread.compress_events) == len(without.compress_events) > 0
+
+
+def test_there_is_no_counting_ahead_without_an_idle_core(monkeypatch):
+    import time
+
+    import inspector.tokens.counter as counter_module
+
+    monkeypatch.setattr(counter_module.os, "getloadavg", lambda: (64.0, 64.0, 64.0))
+    assert counter_module.spare_core() is False
+    counter = TokenCounter("cl100k_base")
+    counter.prefetch([{"role": "user", "content": f"text {i}"} for i in range(100)])
+    time.sleep(0.1)
+    assert counter.cache_sizes()["texts"] == 0
+
+
+def test_counting_ahead_stops_once_the_counts_come_from_the_persistent_cache(tmp_path):
+    import threading
+
+    from inspector.tokens.persistent import TokenCache
+
+    messages = [{"role": "user", "content": "word " * 50 + str(i)} for i in range(600)]
+    first = TokenCounter("cl100k_base", persistent=TokenCache(tmp_path / "tc.sqlite"))
+    for m in messages[:100]:
+        first.count_message(m)
+    first.flush()
+    warm = TokenCounter("cl100k_base", persistent=TokenCache(tmp_path / "tc.sqlite"))
+    for m in messages[:40]:  # the replay's first counts are hits
+        warm.count_message(m)
+    warm._prefetch_run(messages, None, threading.Event())  # the thread's body, run here to completion
+    assert warm.cache_sizes()["texts"] == 0  # it gave up instead of tokenising the session
+    cold = TokenCounter("cl100k_base", persistent=TokenCache(tmp_path / "other.sqlite"))
+    cold._prefetch_run(messages, None, threading.Event())
+    assert cold.cache_sizes()["texts"] == 601  # every content, and the role

@@ -1,0 +1,106 @@
+"""One batch task, run wherever a backend puts it: :func:`replay_task`.
+
+The function is the whole contract between a batch and its backends: a JSON-able task dict in,
+a small JSON-able result dict out (the figures of :func:`inspector.trace.summary.summarise` and
+the recorded usage beside them), the trace saved to disk when the task asks. It loads the
+session and a fresh engine itself (engines are stateful; nothing is shared with the caller), so
+it runs the same in a spawned process, a Ray worker or the caller's own thread.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+# The result fields that measure time: they differ from run to run, everything else must not.
+TIMING_FIELDS = ("seconds", "engine_seconds")
+
+
+def replay_task(task: dict[str, Any]) -> dict[str, Any]:
+    """Replay ``task["session"]`` with ``task["engine"]`` under ``task["config"]``; never raises
+    for a bad session, engine or replay (the result says what failed), only for an interrupt."""
+    started = time.perf_counter()
+    result = {**task_identity(task), "ok": False, "error": None}
+    try:
+        trace = _replay(task)
+    except Exception as exc:
+        result.update(ok=False, error=_error_text(exc))
+    else:
+        result.update(_figures(trace))
+        result["ok"] = not result.get("stopped")
+        if task.get("trace_path"):
+            from inspector.trace.io import save_trace
+
+            try:
+                save_trace(trace, task["trace_path"])
+                result["trace_path"] = task["trace_path"]
+            except OSError as exc:
+                result["trace_error"] = f"cannot write the trace: {exc.strerror or exc}"
+    result["seconds"] = round(time.perf_counter() - started, 4)
+    return result
+
+
+def task_identity(task: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a result that name its task (a reused result takes the current task's)."""
+    session = task["session"]
+    return {"key": task["key"], "session": session["spec"], "session_hash": session["hash"],
+            "engine": task["engine"], "engine_version": task["engine_id"].get("version") or "",
+            "setting": task["setting_label"]}
+
+
+def failed_result(task: dict[str, Any], error: str) -> dict[str, Any]:
+    return {**task_identity(task), "ok": False, "error": error}
+
+
+def _replay(task: dict[str, Any]) -> Any:
+    from inspector.engines.discovery import load_engine
+    from inspector.engines.stdout_guard import stdout_to_stderr
+    from inspector.host.cli import ReplayCrashed
+    from inspector.host.replay import make_counter, replay
+    from inspector.sessions import load_session, require_conversation
+
+    config = task["config"]
+    session = require_conversation(load_session(task["session"]["spec"]))
+    counter = make_counter(config)
+    counter.count_ahead = False  # the batch gives every core a replay already: no thread counting ahead
+    with stdout_to_stderr():  # what an engine prints never reaches a --json on stdout
+        loaded = load_engine(task["engine"], config, plugin_dirs=task.get("plugin_dirs") or [])
+        try:
+            return replay(session, loaded, config, counter=counter, label=task["engine"])
+        except Exception as exc:
+            from inspector.cli import _is_user_error
+
+            if _is_user_error(exc):
+                raise
+            raise ReplayCrashed(task["engine"], exc) from exc
+        finally:
+            loaded.close()
+            counter.flush()  # this task's new counts, for every later task and process
+
+
+def _figures(trace: Any) -> dict[str, Any]:
+    from inspector.trace.summary import summarise
+
+    summary = summarise(trace)
+    recorded = [r.recorded for r in trace.requests if r.recorded and r.recorded.get("prompt_tokens")]
+    rec_prompt = sum(int(r.get("prompt_tokens") or 0) for r in recorded)
+    rec_read = sum(int(r.get("cache_read_tokens") or 0) for r in recorded)
+    session = trace.meta.get("session") or {}
+    return {
+        "session_id": session.get("id"), "format": session.get("format"), "turns": summary.pop("turns"),
+        **summary,
+        "recorded_requests": len(recorded),
+        "recorded_prompt": rec_prompt if recorded else None,
+        "recorded_cache_read": rec_read if recorded else None,
+        "recorded_hit_rate": (rec_read / rec_prompt) if rec_prompt else None,
+        "stopped": trace.meta.get("stopped") or None,
+    }
+
+
+def _error_text(exc: BaseException) -> str:
+    from inspector.sessions.model import ReaderError
+
+    text = str(exc).strip() or type(exc).__name__
+    if not isinstance(exc, ReaderError) and type(exc).__name__ not in ("ReplayCrashed", "EngineLoadError"):
+        text = f"{type(exc).__name__}: {text}"
+    return text[:2000]
