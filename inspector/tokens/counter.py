@@ -23,8 +23,8 @@ from typing import Any
 
 from inspector.tokens import rough
 from inspector.tokens.encodings import SPECS, TokenizerUnavailable, load_encoding, unavailable_reason
-from inspector.tokens.redacted import placeholder_tokens, split_placeholders
 from inspector.tokens.persistent import TokenCache, rules_hash
+from inspector.tokens.redacted import placeholder_tokens, split_placeholders
 
 APPROX = "approx"
 
