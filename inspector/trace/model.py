@@ -170,7 +170,9 @@ class KeyLists:
     def __len__(self) -> int:
         return len(self._items)
 
-    def __getitem__(self, index: int) -> tuple[str, ...]:
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):  # a run of lists, e.g. what a worker streams in one batch
+            return [self[i] for i in range(*index.indices(len(self._items)))]
         if index < 0:
             index += len(self._items)
         item = self._items[index]
