@@ -1449,8 +1449,7 @@ def _decode_run(
     _expect(isinstance(schemas, list), "'tool_schemas' is not a list")
     trace.tool_schemas = schemas
     derived = run.get("derived", {})
-    _expect(isinstance(derived, dict), "'derived' is not an object")
-    trace.derived = derived
+    trace.derived = derived if isinstance(derived, dict) else {}  # optional and recomputable: never fatal
     for ev in trace.events:
         if ev.request is not None:
             _expect(

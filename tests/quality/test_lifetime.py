@@ -200,3 +200,21 @@ def test_lcm_expand_of_the_real_lcm_engine_returns_the_messages_of_its_node(conf
         assert m.removed is not None and m.removed.event < tool.index  # it had left the context
     asks = {trace.store.messages[m.key]["content"] for m in returned if m.role == "user"}
     assert {f"Please look at module {t} and fix the bug." for t in range(1, 5)} <= asks
+
+
+@pytest.mark.parametrize("damage", [{"version": 1, "fingerprint": None, "lifetimes": "x"}, "not an object",
+                                    {"quality": {"lifetimes": [1, 2]}}], ids=["stale", "not-object", "garbage"])
+def test_a_damaged_saved_analysis_is_recomputed_and_the_trace_still_opens(run, tmp_path, damage):
+    import json as _json
+
+    trace = run(KeepLastTwo())
+    expected = compute(trace).lifetimes.to_json()
+    path = tmp_path / "run.trace.json"
+    save_trace(trace, path)
+    doc = _json.loads(path.read_text())
+    doc["derived"] = damage if not isinstance(damage, dict) or "quality" in damage else {"quality": damage}
+    if isinstance(damage, dict) and "quality" in damage:
+        doc["derived"]["quality"]["fingerprint"] = {"events": len(trace.events), "requests": len(trace.requests)}
+        doc["derived"]["quality"]["version"] = 1
+    path.write_text(_json.dumps(doc))
+    assert analyse(load_trace(path)).lifetimes.to_json() == expected
