@@ -429,7 +429,7 @@ MAX_LOST_FACTS = 60  # per run in the report (replay --json lists them all)
 def _section_retention(comparison: Comparison) -> str:
     """Facts retained per compaction and at the end, and the facts each run lost (``inspector.quality``)."""
     from inspector.quality.analysis import analyse
-    from inspector.quality.report import percent, run_line
+    from inspector.quality.report import percent, probe_lines, run_line
 
     out = ["<h2>Facts retained</h2>",
            '<p class="muted">Facts (paths, identifiers, numbers with units, errors, commands, URLs, the user\'s '
@@ -443,6 +443,7 @@ def _section_retention(comparison: Comparison) -> str:
             continue
         a = analyse(run.trace)
         out.append(f"<p>{_e(run_line(run.label, a))}</p>")
+        out.extend(f'<p class="muted">{_e(line)}</p>' for line in probe_lines(a))
         points = a.retention.compactions
         if points:
             rows = "".join(

@@ -96,7 +96,7 @@ def analyse(trace: Trace, *, refresh: bool = False) -> Analysis:
             loaded = Analysis.from_json(cached)
             _MEMO[trace] = (fp, loaded)
             return loaded
-        except (KeyError, TypeError, ValueError, IndexError):
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
             pass  # a damaged cache is recomputed, never trusted
     analysis = compute(trace)
     previous = cached.get("probes") if isinstance(cached, dict) and cached.get("fingerprint") == fp else None

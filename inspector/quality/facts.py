@@ -6,11 +6,11 @@ constraint the user stated, or a key line of a tool result (a test summary, an e
 Retention (:mod:`inspector.quality.retention`) asks whether a later request still contains it.
 
 Why these rules: a compaction summary is judged by what the agent can still act on, and the
-things an agent acts on are exactly these strings — Hermes' own summary template asks the model to
-keep "file paths, commands, errors, decisions" (``agent/context_compressor.py`` of hermes-agent
-0.19.0, the summary prompt's *Key details* section). Whole tool outputs (a file read back) are not
-facts; only their key lines are, or every compaction would be judged on source code the agent can
-read again.
+things an agent acts on are exactly these strings: Hermes' own summary prompt asks the model to be
+concrete with "file paths, command outputs, error messages, line numbers, and specific values"
+(``agent/context_compressor.py:2318`` of hermes-agent 0.19.0; decisions at :2356). Whole tool
+outputs (a file read back) are not facts; only their key lines are, or every compaction would be
+judged on source code the agent can read again.
 
 Extraction is pure regular expressions over the message text (JSON tool outputs and tool-call
 arguments decoded first), so the same transcript always gives the same facts in the same order.

@@ -356,7 +356,9 @@ class _Builder:
                 after_ids[after.index(k)] = origin
                 self.messages[origin].events.append(LifeEvent(PRUNED, event))
                 if compaction and len(message_text(msg)) > len(message_text(old)) + 100:
-                    grown.append(k)  # the summary merged into a kept message (Hermes does this, §4.4)
+                    # the summary merged into a kept message, as Hermes does when roles must
+                    # alternate (agent/context_compressor.py:3623 of hermes-agent 0.19.0)
+                    grown.append(k)
             else:  # text the engine wrote (a prune that adds a message writes its own text too)
                 new_text.append(k)
         summaries = new_text + [k for k in grown if k not in new_text]

@@ -63,6 +63,37 @@ def _contains(answer: str, fact: Fact) -> bool:
     return fact.text in answer or fact.norm in normalise(_decoded(answer))
 
 
+_ECHO_KEYS = frozenset({"query", "pattern", "q", "search", "term"})
+
+
+def _without_echo(result: str, argument: str, query: str) -> str:
+    """A tool's answer without its echo of the query (``{"query": ...}``): only what it found counts.
+
+    In a JSON answer, the strings under the argument's own name (or ``query``, ``pattern`` ...)
+    are the echo; in plain text, the first occurrence of the query is.
+    """
+    try:
+        value = json.loads(result)
+    except ValueError:
+        return result.replace(query, "", 1)
+    parts: list[str] = []
+    _found_strings(value, {argument, *_ECHO_KEYS}, parts)
+    return "\n".join(parts)
+
+
+def _found_strings(value: Any, echo_keys: set[str], out: list[str]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in echo_keys and isinstance(v, str):
+                continue
+            _found_strings(v, echo_keys, out)
+    elif isinstance(value, list):
+        for v in value:
+            _found_strings(v, echo_keys, out)
+    elif isinstance(value, str):
+        out.append(value)
+
+
 def probe_retrieval_tools(trace: Trace, engine: Any, *, timeout: float | None = None,
                           call: Callable[..., Any] | None = None) -> dict[str, Any]:
     """Mark the end point's lost facts the engine's retrieval tools return as recoverable.
@@ -88,12 +119,7 @@ def probe_retrieval_tools(trace: Trace, engine: Any, *, timeout: float | None = 
     lost = [f for f in analysis.retention.end.facts if f.status == LOST][:MAX_TOOL_PROBES]
     for status in lost:
         for tool, argument in usable.items():
-            report["calls"] += 1
-            ok, value = call(engine.handle_tool_call, tool, {argument: status.fact.text}, messages=history)
-            if not ok or not isinstance(value, str):
-                report["failed"] += 1
-                continue
-            if _contains(value, status.fact):
+            if _recovered(call, engine, tool, argument, status.fact, history, report):
                 status.status, status.via = RECOVERABLE, tool
                 report["recoverable"] += 1
                 break
@@ -102,6 +128,33 @@ def probe_retrieval_tools(trace: Trace, engine: Any, *, timeout: float | None = 
     analysis.probes["tools"] = report
     store(trace, analysis)
     return report
+
+
+def _queries(fact: Fact) -> list[str]:
+    """What to search for: the fact, then without a short lead word.
+
+    Facts are stored with their spacing collapsed; a tool searches the original text, where
+    pytest's ``E   AssertionError`` or ``>   assert`` has several spaces after that word.
+    """
+    out = [fact.text]
+    head, _, rest = fact.text.partition(" ")
+    if len(head) <= 2 and len(rest) >= 8:
+        out.append(rest)
+    return out
+
+
+def _recovered(call: Callable[..., Any], engine: Any, tool: str, argument: str, fact: Fact,
+               history: list[dict[str, Any]], report: dict[str, Any]) -> bool:
+    """Whether one of the tool's answers (its echo of the query left out) contains the fact."""
+    for query in _queries(fact):
+        report["calls"] += 1
+        ok, value = call(engine.handle_tool_call, tool, {argument: query}, messages=history)
+        if not ok or not isinstance(value, str):
+            report["failed"] += 1
+            continue
+        if _contains(_without_echo(value, argument, query), fact):
+            return True
+    return False
 
 
 def _guarded(timeout: float | None) -> Callable[..., tuple[bool, Any]]:

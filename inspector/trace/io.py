@@ -30,7 +30,10 @@ File layout (trace, version 2)::
      "lists": [[back, item, ...], ...],
      "events": {"count": n, "kinds": [...], "kind": [...], "turn": [...], ...},
      "requests": {"count": n, "turn": [...], "usage": [...], "cache": {...}, ...},
-     "marks": [...], "tool_schemas": [...]}
+     "marks": [...], "tool_schemas": [...], "derived": {...}}
+
+``derived`` (optional) holds analyses computed from the trace after the run, as plain JSON
+(``inspector.quality``: lifetimes and retention); a reader that does not know it ignores it.
 
 ``messages``: the position of a key in this object is its *message index*. A message whose text
 already appeared (the same user text with and without its timestamp, say) may be written as
@@ -1476,8 +1479,7 @@ def _decode_run(
     _expect(isinstance(schemas, list), "'tool_schemas' is not a list")
     trace.tool_schemas = schemas
     derived = run.get("derived", {})
-    _expect(isinstance(derived, dict), "'derived' is not an object")
-    trace.derived = derived
+    trace.derived = derived if isinstance(derived, dict) else {}  # optional and recomputable: never fatal
     for ev in trace.events:
         if ev.request is not None:
             _expect(

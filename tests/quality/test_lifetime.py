@@ -175,3 +175,46 @@ def test_a_comparison_bundle_keeps_each_runs_analysis(run, tmp_path):
     loaded, _meta = load_bundle(tmp_path / "both.json.gz")
     assert [analyse(t).run_retention for t in loaded] == figures == [0.0, 1.0]
     assert all("quality" in t.derived for t in loaded)
+
+
+def test_lcm_expand_of_the_real_lcm_engine_returns_the_messages_of_its_node(config):
+    """The bundled lcm plugin compacts a long session; the model then calls ``lcm_expand`` on the
+    first leaf node, whose result quotes the compacted messages back."""
+    import json as _json
+
+    from inspector.engines.discovery import load_engine
+    from inspector.host.replay import replay
+    from tests.host.conftest import NoCache, coding_session
+
+    session = coding_session(34, tool_chars=8000, engine_tool="lcm_expand")
+    session.messages[-3]["tool_calls"][0]["function"]["arguments"] = _json.dumps({"node_id": "L0-0001"})
+    trace = replay(session, load_engine("lcm", config), config, simulator=NoCache())
+    [tool] = [e for e in trace.events if e.kind == EV_TOOL]
+    assert '"node_id": "L0-0001"' in trace.store.messages[tool.result["$msg"]]["content"]
+    life = message_lifetimes(trace)
+    returned = [m for m in life.messages if any(e.kind == lt.TOOL_RETURN for e in m.events)]
+    assert returned
+    for m in returned:
+        ev = m.first(lt.TOOL_RETURN)
+        assert ev.event == tool.index and ev.detail == "lcm_expand"
+        assert m.removed is not None and m.removed.event < tool.index  # it had left the context
+    asks = {trace.store.messages[m.key]["content"] for m in returned if m.role == "user"}
+    assert {f"Please look at module {t} and fix the bug." for t in range(1, 5)} <= asks
+
+
+@pytest.mark.parametrize("damage", [{"version": 1, "fingerprint": None, "lifetimes": "x"}, "not an object",
+                                    {"quality": {"lifetimes": [1, 2]}}], ids=["stale", "not-object", "garbage"])
+def test_a_damaged_saved_analysis_is_recomputed_and_the_trace_still_opens(run, tmp_path, damage):
+    import json as _json
+
+    trace = run(KeepLastTwo())
+    expected = compute(trace).lifetimes.to_json()
+    path = tmp_path / "run.trace.json"
+    save_trace(trace, path)
+    doc = _json.loads(path.read_text())
+    doc["derived"] = damage if not isinstance(damage, dict) or "quality" in damage else {"quality": damage}
+    if isinstance(damage, dict) and "quality" in damage:
+        doc["derived"]["quality"]["fingerprint"] = {"events": len(trace.events), "requests": len(trace.requests)}
+        doc["derived"]["quality"]["version"] = 1
+    path.write_text(_json.dumps(doc))
+    assert analyse(load_trace(path)).lifetimes.to_json() == expected

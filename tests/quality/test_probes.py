@@ -40,6 +40,13 @@ class Archiving(KeepLastTwo):
         return json.dumps({"hits": hits})
 
 
+class EchoingSearch(Archiving):
+    """Finds nothing, but says what it was asked (as lcm_grep does)."""
+
+    def handle_tool_call(self, name, args, **kwargs):
+        return json.dumps({"query": args.get("query"), "hits": []})
+
+
 class BrokenSearch(Archiving):
     def handle_tool_call(self, name, args, **kwargs):
         raise RuntimeError("index not built")
@@ -73,6 +80,16 @@ def test_a_retrieval_tool_that_fails_recovers_nothing_and_the_run_goes_on(config
     analysis = analyse(trace)
     assert analysis.probes["tools"]["failed"] == 5 and analysis.run_retention == 0.0
     assert all(f.status == LOST for f in analysis.retention.end.facts)
+
+
+def test_a_tool_that_only_echoes_the_query_recovers_nothing(config):
+    from inspector.host.replay import replay
+    from tests.host.conftest import NoCache
+    from tests.quality.conftest import url_session
+
+    analysis = analyse(replay(url_session(), EchoingSearch(), probing(config), simulator=NoCache()))
+    assert analysis.probes["tools"]["calls"] == 5 and analysis.probes["tools"]["recoverable"] == 0
+    assert analysis.run_retention == 0.0
 
 
 def test_only_a_dict_of_names_is_a_declaration():

@@ -87,10 +87,10 @@ def _retention_text(trace: Trace, k: int) -> str:
     if analysis is None:
         return ""
     last = retention_before(analysis, k)
-    run = f"{analysis.run_retention:.1%} for the run"
+    run = f"{analysis.run_retention:.1%} run"
     if last is None:
         return f"Facts retained: no compaction yet · {run}"
-    return f"Facts retained: {last[1]:.1%} (last compaction) · {run}"
+    return f"Facts retained: {last[1]:.1%} last compaction · {run}"
 
 
 class CountersPanel(CompareAware, Panel):

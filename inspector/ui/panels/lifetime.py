@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from inspector.quality import lifetime as lt
 from inspector.quality.analysis import Analysis, analyse, origin_event
-from inspector.quality.report import percent, run_line
+from inspector.quality.report import percent, probe_lines, run_line
 from inspector.trace.model import Trace
 from inspector.ui import plots, theme
 from inspector.ui.cursor import Cursor
@@ -155,6 +155,7 @@ class LifetimePanel(Panel):
         split.addWidget(self.tabs)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
+        split.setSizes([600, 400])  # the lists need room for a fact or an event in words
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.addWidget(split)
@@ -221,6 +222,8 @@ class LifetimePanel(Panel):
         head = QListWidgetItem(run_line("run", a))
         head.setToolTip(theme.plain_tooltip(run_line("run", a)))
         self.points_list.addItem(head)
+        for line in probe_lines(a):  # retrieval tools and graded questions, when they ran
+            self.points_list.addItem(QListWidgetItem(line))
         for n, p in enumerate(a.retention.compactions, 1):
             c = p.counts()
             item = QListWidgetItem(f"compaction {n} (event {p.event}): {percent(p.retention)} of {p.total:,} facts — "
