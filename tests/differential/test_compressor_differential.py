@@ -16,9 +16,7 @@ import pytest
 
 from tests.differential import compressor_cases as cases
 from tests.differential import wire
-from tests.differential.hermes_env import HermesRun, hermes_python
-
-FIGURES: dict[str, Any] = {}  # printed in the test summary by conftest.py
+from tests.differential.hermes_env import FIGURES, HermesRun, hermes_python
 
 
 def first_difference(hermes: Any, ours: Any, path: str = "") -> tuple[str, Any, Any] | None:
