@@ -7,6 +7,11 @@ would. Third-party engines subclass Hermes' class and call its helpers, so the m
 signatures and attribute names here are Hermes' own; the compatibility layer exposes this class
 as ``agent.context_compressor.ContextCompressor``.
 
+The reference is the released ``hermes-agent==0.19.0`` (``agent/context_compressor.py``): the
+differential suite (``tests/differential``) runs both on the corpus and the demo and requires the
+returned lists and the token/decision state to be identical. Only the prose is ours (summary
+prompt, prefix, fallback summary, system-prompt note); docstrings cite the wheel's lines.
+
 Summaries come from ``inspector.llm.aux.call_llm`` when an auxiliary endpoint is configured
 (answers are cached on disk by request hash), otherwise from the deterministic fallback Hermes
 writes without an LLM, so offline replays are reproducible.
