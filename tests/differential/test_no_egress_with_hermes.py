@@ -5,7 +5,8 @@ The inspector runs in a subprocess whose ``sys.path`` ends with the Hermes venv'
 refuses and records every non-loopback connection or name lookup, and an engine that subclasses
 Hermes' real ``ContextCompressor``. Hermes' ``call_llm`` would auto-detect a provider from those
 keys; routed through the inspector, the compaction's summary request goes nowhere (no endpoint is
-configured) and the replay makes no connection at all. A lookup the child makes on purpose at the
+configured) and the replay makes no connection at all. The same replay with the routing switched
+off (the control) does try to reach the provider, and a lookup the child makes on purpose at the
 end proves the hook sees what it should.
 """
 
@@ -31,6 +32,9 @@ CHILD = textwrap.dedent('''
             raise OSError("no network in this test")
     sys.addaudithook(hook)
     sys.path.append(sys.argv[1])
+    if sys.argv[5] == "unrouted":  # the control: Hermes' modules left as they are
+        import inspector.engines.compat.hermes_routing as routing
+        routing.route_hermes = lambda: []
     from inspector.cli import main
     code = main(["replay", sys.argv[2], "--engine", "hermes_sub", "--plugin-dir", sys.argv[3], "--quiet",
                  "--set", "model.context_length=64000", "--out", sys.argv[4]])
@@ -73,32 +77,40 @@ def _transcript(turns: int = 30) -> list[dict]:
     return msgs
 
 
-def test_a_replay_with_hermes_importable_and_keys_set_connects_nowhere(tmp_path):
+def _replay(tmp_path, mode: str) -> dict:
     python = hermes_python()
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     plugins = tmp_path / "plugins" / "context_engine" / "hermes_sub"
-    plugins.mkdir(parents=True)
+    plugins.mkdir(parents=True, exist_ok=True)
     (plugins / "__init__.py").write_text(ENGINE)
     session = tmp_path / "session.json"
     session.write_text(json.dumps(_transcript()))
-    home = tmp_path / "home"
+    home = tmp_path / f"home-{mode}"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update({"OPENROUTER_API_KEY": "sk-or-v1-not-a-real-key", "OPENAI_API_KEY": "sk-not-a-real-key",
                 "ANTHROPIC_API_KEY": "sk-ant-not-a-real-key", "HERMES_HOME": str(home), "HOME": str(home),
                 "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen"})
-    proc = subprocess.run([sys.executable, "-c", CHILD, site, str(session), str(tmp_path / "plugins"),
-                           str(tmp_path / "trace.json")], capture_output=True, text=True, env=env, timeout=600,
-                          cwd=tmp_path)
+    trace = tmp_path / f"trace-{mode}.json"
+    proc = subprocess.run([sys.executable, "-c", CHILD, site, str(session), str(tmp_path / "plugins"), str(trace), mode],
+                          capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["hermes_file"].startswith(site)  # the engine really ran on Hermes' class
-    assert report["routed"] is True
     assert report["code"] == 0
+    assert report["refused_after"] == ["getaddrinfo openrouter.ai"]  # the hook works
     from inspector.trace.io import load_trace
 
-    kinds = [e.kind for e in load_trace(tmp_path / "trace.json").events]
-    assert "compress" in kinds and "call_llm" in kinds  # it compacted and asked for a summary, recorded
-    assert report["refused_during_replay"] == []
-    assert report["refused_after"] == ["getaddrinfo openrouter.ai"]  # the hook works
+    report["kinds"] = [e.kind for e in load_trace(trace).events]
+    return report
+
+
+def test_a_replay_with_hermes_importable_and_keys_set_connects_nowhere(tmp_path):
+    routed = _replay(tmp_path, "routed")
+    assert routed["routed"] is True
+    assert "compress" in routed["kinds"] and "call_llm" in routed["kinds"]  # it compacted, asked for a summary
+    assert routed["refused_during_replay"] == []
+    control = _replay(tmp_path, "unrouted")
+    assert control["routed"] is False
+    assert control["refused_during_replay"]  # left alone, Hermes' call_llm goes looking for the provider
