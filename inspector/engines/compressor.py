@@ -7,6 +7,11 @@ would. Third-party engines subclass Hermes' class and call its helpers, so the m
 signatures and attribute names here are Hermes' own; the compatibility layer exposes this class
 as ``agent.context_compressor.ContextCompressor``.
 
+The reference is the released ``hermes-agent==0.19.0`` (``agent/context_compressor.py``): the
+differential suite (``tests/differential``) runs both on the corpus and the demo and requires the
+returned lists and the token/decision state to be identical. Only the prose is ours (summary
+prompt, prefix, fallback summary, system-prompt note); docstrings cite the wheel's lines.
+
 Summaries come from ``inspector.llm.aux.call_llm`` when an auxiliary endpoint is configured
 (answers are cached on disk by request hash), otherwise from the deterministic fallback Hermes
 writes without an LLM, so offline replays are reproducible.
@@ -37,6 +42,10 @@ from inspector.engines.compressor_prune import (
 )
 from inspector.engines.compressor_summary import (
     END_MARKER,
+    HISTORICAL_IN_PROGRESS_HEADING,
+    HISTORICAL_PENDING_ASKS_HEADING,
+    HISTORICAL_REMAINING_WORK_HEADING,
+    HISTORICAL_TASK_HEADING,
     LEGACY_SUMMARY_PREFIX,
     MERGED_PRIOR_CLOSE,
     MERGED_PRIOR_OPEN,
@@ -55,6 +64,11 @@ from inspector.engines.run_context import current_run, effective_clock, run_cloc
 from inspector.tokens.rough import estimate_messages_tokens_rough, message_rough_chars
 
 __all__ = [
+    "COMPRESSED_SUMMARY_METADATA_KEY",
+    "HISTORICAL_TASK_HEADING",
+    "HISTORICAL_IN_PROGRESS_HEADING",
+    "HISTORICAL_PENDING_ASKS_HEADING",
+    "HISTORICAL_REMAINING_WORK_HEADING",
     "SUMMARY_PREFIX",
     "LEGACY_SUMMARY_PREFIX",
     "END_MARKER",
@@ -235,6 +249,15 @@ class _EmptySummaryError(RuntimeError):
 class ContextCompressor(ContextEngine):
     """Hermes' default engine: prune old tool output, summarise the middle, keep head and tail."""
 
+    # Hermes' class constants (context_compressor.py:1229, 1826-1833): how much of each row the
+    # summariser reads, and the trigger ratio for windows at or below the 64K minimum.
+    _CONTENT_MAX = _summary.SERIALIZE_MAX_CHARS
+    _CONTENT_HEAD = _summary.SERIALIZE_HEAD_CHARS
+    _CONTENT_TAIL = _summary.SERIALIZE_TAIL_CHARS
+    _TOOL_ARGS_MAX = _summary.TOOL_ARGS_MAX_CHARS
+    _TOOL_ARGS_HEAD = _summary.TOOL_ARGS_KEEP_CHARS
+    _MIN_CTX_TRIGGER_RATIO = THRESHOLD_CEILING_RATIO
+
     def __init__(
         self,
         model: str,
@@ -262,7 +285,7 @@ class ContextCompressor(ContextEngine):
         threshold_tokens_cap: Any = None,
         min_tail_user_messages: int = 1,
         tail_mode: str = "legacy",
-    ) -> None:
+    ):
         """Arguments and defaults are Hermes' (§6.1); keyword-only extras exist for the inspector.
 
         ``now`` (a date, datetime, string or a callable returning one) fixes the date in the
@@ -288,7 +311,7 @@ class ContextCompressor(ContextEngine):
         self.protect_last_n = max(0, int(protect_last_n))
         self.summary_target_ratio = min(SUMMARY_RATIO_MAX, max(SUMMARY_RATIO_MIN, float(summary_target_ratio)))
         self.abort_on_summary_failure = bool(abort_on_summary_failure)
-        self.max_tokens = _positive_int(max_tokens)
+        self.max_tokens = self._coerce_max_tokens(max_tokens)
         self.config_context_length = config_context_length
         if model_thresholds is not None or "_model_thresholds" not in vars(self):
             self._model_thresholds: dict[str, Any] = dict(model_thresholds or {})
@@ -502,7 +525,7 @@ class ContextCompressor(ContextEngine):
         self.provider = provider or ""
         self.api_mode = api_mode or ""
         if max_tokens is not None:
-            self.max_tokens = _positive_int(max_tokens)
+            self.max_tokens = self._coerce_max_tokens(max_tokens)
         self.context_length = _positive_int(context_length) or lookup_context_length(self.model)
         self._apply_thresholds()
         # What the provider proved about the old model says nothing about the new one
@@ -526,7 +549,7 @@ class ContextCompressor(ContextEngine):
     # Usage and gating (§5, §6.2, §6.3)
     # ----------------------------------------------------------------------------------------
 
-    def update_from_response(self, usage: dict) -> None:
+    def update_from_response(self, usage: dict):  # no return annotation, as Hermes' override
         """Store the real counts and settle the verdict on the last compaction (anti-thrash).
 
         As context_compressor.py:1459-1513: ``total_tokens`` is taken as given (a ``None`` the
@@ -611,9 +634,41 @@ class ContextCompressor(ContextEngine):
             return f"anti_thrash:fallback_streak={self._fallback_compression_streak}"
         return None
 
-    def _automatic_compression_blocked(self) -> bool:
+    def _automatic_compression_blocked_locally(self) -> bool:
         """Cooldown active, or two ineffective compactions, or two fallback summaries in a row."""
         return self._blocked_reason() is not None
+
+    def _automatic_compression_blocked(self) -> bool:
+        """The local gate; when a cooldown or the fallback streak blocks, a bound session store may
+        have cleared them since, so they are re-read first (context_compressor.py:1587)."""
+        if not self._automatic_compression_blocked_locally():
+            return False
+        if self._cooldown_remaining() <= 0 and self._fallback_compression_streak < ANTI_THRASH_LIMIT:
+            return True  # only the in-memory ineffective count blocks: nothing durable to re-read
+        self._refresh_durable_guards()
+        return self._automatic_compression_blocked_locally()
+
+    def _refresh_durable_guards(self) -> None:
+        """Re-read the cooldown and the fallback streak from a bound session store that keeps them."""
+        try:
+            self.get_active_compression_failure_cooldown(refresh=True)
+        except Exception as exc:
+            logger.debug("cooldown refresh failed: %s", exc)
+        try:
+            self._load_fallback_compression_streak()
+        except Exception as exc:
+            logger.debug("fallback streak refresh failed: %s", exc)
+
+    @staticmethod
+    def _coerce_max_tokens(value: Any) -> int | None:
+        """Only a positive integer reserves output space; anything else means no reservation."""
+        if value is None:
+            return None
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            return None
+        return number if number > 0 else None
 
     # ----------------------------------------------------------------------------------------
     # Cooldowns and verdicts (§6.8, §4.6)
@@ -716,7 +771,7 @@ class ContextCompressor(ContextEngine):
         step = min(self._consecutive_timeout_failures, len(COOLDOWN_TIMEOUT_LADDER)) - 1
         self._set_failure_cooldown(COOLDOWN_TIMEOUT_LADDER[step], "timeout", error)
 
-    def record_completed_compaction(self, *, used_fallback: bool) -> None:
+    def record_completed_compaction(self, *, used_fallback: bool = False) -> None:
         """Called by the host after a committed boundary; arms the next real-usage verdict."""
         self._verify_compaction_cleared_threshold = True
         if used_fallback and self._last_summary_offline_stand_in:
@@ -725,6 +780,10 @@ class ContextCompressor(ContextEngine):
             self._fallback_compression_streak += 1
         else:
             self._fallback_compression_streak = 0
+        self._persist_fallback_compression_streak()
+
+    def _persist_fallback_compression_streak(self) -> None:
+        """Hand the fallback streak to a bound session store that keeps it (best effort)."""
         self._tell_session_db("set_compression_fallback_streak", self._fallback_compression_streak)
 
     # ----------------------------------------------------------------------------------------
@@ -751,12 +810,11 @@ class ContextCompressor(ContextEngine):
     def _prune_old_tool_results(
         self,
         messages: list[dict[str, Any]],
-        protect_tail_count: int | None = None,
+        protect_tail_count: int,
         protect_tail_tokens: int | None = None,
     ) -> tuple[list[dict[str, Any]], int]:
-        """Three-pass tool-output prune on a shallow copy; returns ``(new_list, rows_changed)``."""
-        count = self.protect_last_n if protect_tail_count is None else protect_tail_count
-        return prune_old_tool_results(messages, count, protect_tail_tokens, self._estimate_msg_budget_tokens)
+        """Three-pass tool-output prune on copies of the rows; returns ``(new_list, results_pruned)``."""
+        return prune_old_tool_results(messages, protect_tail_count, protect_tail_tokens, self._estimate_msg_budget_tokens)
 
     def _effective_protect_first_n(self) -> int:
         """Head protection only applies before the first compaction of a conversation
@@ -944,8 +1002,9 @@ class ContextCompressor(ContextEngine):
             return value.strftime("%Y-%m-%d")
         return str(value)
 
-    def _compute_summary_budget(self, turns: list[dict[str, Any]]) -> int:
-        return max(SUMMARY_BUDGET_MIN, min(int(estimate_messages_tokens_rough(turns) * SUMMARY_BUDGET_RATIO), self.max_summary_tokens))
+    def _compute_summary_budget(self, turns_to_summarize: list[dict[str, Any]]) -> int:
+        tokens = estimate_messages_tokens_rough(turns_to_summarize)
+        return max(SUMMARY_BUDGET_MIN, min(int(tokens * SUMMARY_BUDGET_RATIO), self.max_summary_tokens))
 
     def _serialize_for_summary(self, turns: list[dict[str, Any]]) -> str:
         return _summary.serialize_turns(turns)
@@ -1058,7 +1117,7 @@ class ContextCompressor(ContextEngine):
         return text
 
     def _generate_summary(
-        self, turns: list[dict[str, Any]], focus_topic: str | None = None, memory_context: str = ""
+        self, turns_to_summarize: list[dict[str, Any]], focus_topic: str | None = None, memory_context: str = ""
     ) -> str | None:
         """``SUMMARY_PREFIX + "\\n" + body`` from the summariser, or None (caller falls back).
 
@@ -1067,6 +1126,7 @@ class ContextCompressor(ContextEngine):
         cooldown of its class and leaves its message in ``_last_summary_error``. The auth and
         network flags persist until a summary succeeds (compress() does not reset them).
         """
+        turns = turns_to_summarize
         if self._cooldown_remaining() > 0:
             return None
         prompt = self._build_summary_prompt(turns, focus_topic, memory_context)
@@ -1088,7 +1148,7 @@ class ContextCompressor(ContextEngine):
                     self._last_summary_auth_failure = True
                 if kind != "no_provider" and self.summary_model and self.summary_model != self.model \
                         and not self._summary_model_fallen_back:
-                    self._fall_back_to_main_model(exc)
+                    self._fallback_to_main_for_compression(exc, kind)
                     return self._generate_summary(turns, focus_topic=focus_topic, memory_context=memory_context)
                 self._record_summary_failure(exc, kind)
                 return None
@@ -1103,8 +1163,13 @@ class ContextCompressor(ContextEngine):
         self._last_summary_network_failure = False
         return self._with_summary_prefix(body)
 
-    def _fall_back_to_main_model(self, exc: BaseException) -> None:
-        """The dedicated summary model failed: remember why and use the main model from now on."""
+    def _fallback_to_main_for_compression(self, e: Exception, reason: str) -> None:
+        """The dedicated summary model failed (``reason``): remember why, use the main model from
+        now on, and retry at once (context_compressor.py:2117)."""
+        exc = e
+        if not self.quiet_mode:
+            logger.warning("Summary model %r failed (%s: %s); falling back to the main model %r",
+                           self.summary_model, reason, exc, self.model)
         self._summary_model_fallen_back = True
         self._last_aux_model_failure_error = _error_text(exc)
         self._last_aux_model_failure_model = self.summary_model
@@ -1328,6 +1393,17 @@ class ContextCompressor(ContextEngine):
         """Hermes' test for a summary (standalone or merged) by its text."""
         return is_context_summary_content(content)
 
+    @classmethod
+    def _latest_user_task_snapshot(cls, messages: list[dict[str, Any]]) -> str | None:
+        """The grounding lines for the newest real user ask among ``messages``, or None."""
+        ask = _summary.latest_user_ask(messages)
+        return _summary.grounding_block(ask) if ask else None
+
+    @classmethod
+    def _ground_historical_task_snapshot(cls, summary: str, messages: list[dict[str, Any]]) -> str:
+        """The summary body with its task snapshot section pinned to the real newest ask."""
+        return _summary.ground_snapshot(cls._strip_summary_prefix(summary), _summary.latest_user_ask(messages))
+
     @staticmethod
     def _has_compressed_summary_metadata(message: Any) -> bool:
         """True for a row flagged as a compaction summary (``COMPRESSED_SUMMARY_METADATA_KEY``)."""
@@ -1355,7 +1431,7 @@ class ContextCompressor(ContextEngine):
         focus_topic: str = None,  # type: ignore[assignment]
         force: bool = False,
         memory_context: str = "",
-    ) -> list:
+    ) -> list[dict[str, Any]]:
         """Prune, cut head/window/tail, summarise the window, reassemble. Never mutates input.
 
         One pass at a time per instance: an instance shared by two sessions (which Hermes'
@@ -1621,7 +1697,7 @@ class ContextCompressor(ContextEngine):
         super().on_session_reset()
         self._reset_session_state()
 
-    def get_status(self) -> dict:
+    def get_status(self) -> dict[str, Any]:
         status = super().get_status()
         status.update(
             {

@@ -52,20 +52,25 @@ SYSTEM_COMPACTION_NOTE = (
     "Your persistent memory (MEMORY.md, USER.md) remains fully authoritative regardless of compaction.]"
 )
 
-HISTORICAL_SNAPSHOT_HEADING = "## Historical Task Snapshot"
+# Hermes' public heading constants (context_compressor.py:81-84): subclasses build on them.
+HISTORICAL_TASK_HEADING = "## Historical Task Snapshot"
+HISTORICAL_IN_PROGRESS_HEADING = "## Historical In-Progress State"
+HISTORICAL_PENDING_ASKS_HEADING = "## Historical Pending User Asks"
+HISTORICAL_REMAINING_WORK_HEADING = "## Historical Remaining Work"
+HISTORICAL_SNAPSHOT_HEADING = HISTORICAL_TASK_HEADING
 SUMMARY_HEADINGS: tuple[str, ...] = (
-    HISTORICAL_SNAPSHOT_HEADING,
+    HISTORICAL_TASK_HEADING,
     "## Goal",
     "## Constraints & Preferences",
     "## Completed Actions",
     "## Active State",
-    "## Historical In-Progress State",
+    HISTORICAL_IN_PROGRESS_HEADING,
     "## Blocked",
     "## Key Decisions",
     "## Resolved Questions",
-    "## Historical Pending User Asks",
+    HISTORICAL_PENDING_ASKS_HEADING,
     "## Relevant Files",
-    "## Historical Remaining Work",
+    HISTORICAL_REMAINING_WORK_HEADING,
     "## Critical Context",
 )
 

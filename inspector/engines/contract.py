@@ -19,13 +19,13 @@ MEMORY_CONTEXT_TAIL_CHARS = 1500
 MEMORY_CONTEXT_TRUNCATION_MARKER = "\n...[memory provider context truncated]...\n"
 
 
-def sanitize_memory_context(text: Any) -> str:
+def sanitize_memory_context(memory_context: Any) -> str:
     """Redact and bound memory-provider text before it reaches an engine's ``compress``."""
     from inspector.engines.redact import redact_sensitive_text
 
-    if text is None:
+    if memory_context is None:
         return ""
-    cleaned = redact_sensitive_text(str(text).strip(), force=True, redact_url_credentials=True)
+    cleaned = redact_sensitive_text(str(memory_context).strip(), force=True, redact_url_credentials=True)
     if len(cleaned) > MEMORY_CONTEXT_MAX_CHARS:
         cleaned = (
             cleaned[:MEMORY_CONTEXT_HEAD_CHARS]
@@ -111,7 +111,7 @@ class ContextEngine(ABC):
         focus_topic: str = None,  # type: ignore[assignment]
         force: bool = False,
         memory_context: str = "",
-    ) -> list:
+    ) -> list[dict[str, Any]]:
         """Return the compacted transcript (a new list)."""
 
     # -- optional hooks with Hermes' defaults ----------------------------------------------
@@ -163,13 +163,13 @@ class ContextEngine(ABC):
         self.last_total_tokens = 0
         self.compression_count = 0
 
-    def get_tool_schemas(self) -> list[dict]:
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
         return []
 
     def handle_tool_call(self, name: str, args: dict, **kwargs) -> str:
         return json.dumps({"error": f"Unknown context engine tool: {name}"})
 
-    def get_status(self) -> dict:
+    def get_status(self) -> dict[str, Any]:
         last = max(0, int(self.last_prompt_tokens or 0))
         ctx = int(self.context_length or 0)
         usage = min(100.0, last / ctx * 100) if ctx else 0

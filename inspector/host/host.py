@@ -143,6 +143,9 @@ HOST_DIFFERENCES = [
     "The summariser's window for Hermes' first-compaction feasibility check comes only from "
     "auxiliary.compression.context_length (Hermes also looks it up from the provider); without it the "
     "check is skipped.",
+    "The built-in compressor returns Hermes 0.19.0's lists (tests/differential), but the wording of its "
+    "summary prompt, summary prefix, no-LLM fallback summary and system-prompt note is its own; where Hermes "
+    "raises IndexError (a transcript of head rows and tool results only) it leaves the list unchanged.",
 ]
 
 

@@ -168,12 +168,16 @@ def _emit(record: AuxCallRecord) -> None:
 
 # -- interrupt protection ---------------------------------------------------------------------
 @contextlib.contextmanager
-def aux_interrupt_protection() -> Iterator[None]:
+def aux_interrupt_protection(active: bool = True):  # unannotated, as Hermes' (the API snapshot)
     """Mark this thread's aux calls as non-interruptible (Hermes' gateway semantics).
 
     The inspector has no gateway interrupts; the flag is kept so engines that use the context
-    manager run unchanged and the host can show it.
+    manager run unchanged and the host can show it. ``active=False`` marks nothing (Hermes'
+    signature, agent/auxiliary_client.py of hermes-agent 0.19.0).
     """
+    if not active:
+        yield
+        return
     _protect.depth = getattr(_protect, "depth", 0) + 1
     try:
         yield

@@ -21,6 +21,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 HERMES_VERSION = "0.19.0"
+FIGURES: dict[str, Any] = {}  # what the differential compared, printed in the test summary (conftest.py)
 
 
 def _venv() -> Path:

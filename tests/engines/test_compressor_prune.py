@@ -86,8 +86,8 @@ def test_token_boundary_protects_rows_within_budget_but_at_least_count():
     # the count wins when it protects more than the budget
     out, _ = c._prune_old_tool_results(msgs, protect_tail_count=10, protect_tail_tokens=1)
     assert [i for i, m in enumerate(out) if m != msgs[i]] == [2]
-    # default count is protect_last_n (20 > 13 rows: nothing prunable)
-    out, changed = c._prune_old_tool_results(msgs)
+    # the count alone (20 > 13 rows): nothing prunable
+    out, changed = c._prune_old_tool_results(msgs, protect_tail_count=c.protect_last_n)
     assert changed == 0 and out == msgs
 
 

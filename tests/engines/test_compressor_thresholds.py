@@ -107,9 +107,11 @@ def test_small_window_floor_raises_percent_only_below_512k():
 
 def test_max_tokens_is_subtracted_from_window():
     assert engine(200_000, max_tokens=32_000).threshold_tokens == int(168_000 * 0.75)
-    # only a positive int counts
-    for bogus in (0, -5, True, "32000", 3.5):
+    # what int() makes a positive number reserves that much (Hermes' _coerce_max_tokens); the rest none
+    for bogus in (0, -5, "many", None, [1]):
         assert engine(200_000, max_tokens=bogus).threshold_tokens == 150_000
+    assert engine(200_000, max_tokens="32000").threshold_tokens == int(168_000 * 0.75)
+    assert engine(200_000, max_tokens=True).max_tokens == 1
     # reservation as large as the window: the window itself is used
     assert compute_threshold_tokens(200_000, 0.75, 200_000) == 150_000
 

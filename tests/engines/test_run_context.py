@@ -18,6 +18,12 @@ class Clock:
         return self.t
 
 
+def cooldown_left(c, **kwargs):
+    """Seconds left in the engine's summary-failure cooldown (Hermes' dict), or None."""
+    state = c.get_active_compression_failure_cooldown(**kwargs)
+    return state["remaining_seconds"] if state else None
+
+
 def engine(**kw) -> ContextCompressor:
     return ContextCompressor("test-model", quiet_mode=True, config_context_length=200_000, **kw)
 
@@ -27,11 +33,11 @@ def test_a_compressor_built_before_the_run_runs_its_cooldown_on_the_runs_clock()
     clock = Clock()
     with running(RunContext(clock=clock)):
         c._record_compression_failure_cooldown(600, "no auxiliary LLM provider configured")
-        assert c.get_active_compression_failure_cooldown() == 600
+        assert cooldown_left(c) == 600
         clock.t += 599
-        assert c.get_active_compression_failure_cooldown() == 1
+        assert cooldown_left(c) == 1
         clock.t += 1
-        assert c.get_active_compression_failure_cooldown() is None
+        assert cooldown_left(c) is None
 
 
 def test_outside_a_run_it_reads_the_wall_clock_and_hermes_strict_rule():
@@ -41,7 +47,7 @@ def test_outside_a_run_it_reads_the_wall_clock_and_hermes_strict_rule():
     assert before <= c._clock() <= time.monotonic()
     assert c.offline_stand_in is False
     assert c._generate_summary([{"role": "user", "content": "hi"}]) is None
-    assert c.get_active_compression_failure_cooldown() is not None  # Hermes' 600 s no-provider cooldown
+    assert cooldown_left(c) is not None  # Hermes' 600 s no-provider cooldown
 
 
 def test_the_offline_rule_follows_the_run():
@@ -49,7 +55,7 @@ def test_the_offline_rule_follows_the_run():
     with running(RunContext(offline_stand_in=True)):
         assert c._generate_summary([{"role": "user", "content": "hi"}]) is None
         assert c._last_summary_offline_stand_in is True
-        assert c.get_active_compression_failure_cooldown() is None
+        assert cooldown_left(c) is None
 
 
 def test_a_clock_or_offline_rule_given_to_the_instance_wins():

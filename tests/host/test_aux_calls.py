@@ -56,10 +56,11 @@ def test_offline_fallback_summaries_stand_in_for_the_auxiliary_model_by_default(
 def test_hermes_strict_rule_on_request(config, nocache):
     _, default = _compressions(config, nocache, strict=False)
     trace, strict = _compressions(config, nocache, strict=True)
-    # Hermes' own rule offline: a no-provider cooldown (600 s of transcript time) after the first
-    # fallback summary, and a block after two in a row (hermes-host.md §6.8).
-    assert 1 <= len(strict) < len(default)
-    assert any("cooldown" in (e.note or "") or "fallback_streak" in (e.note or "") for e in trace.events)
+    # Hermes' own rule offline: each fallback summary starts the no-provider cooldown and counts in
+    # the fallback streak, but with no session store to keep them the compaction boundary
+    # (on_session_end, then on_session_start) clears both, as Hermes 0.19.0's hooks do
+    # (agent/context_compressor.py:900-979), so it compacts as often as the default.
+    assert 1 <= len(strict) == len(default)
 
 
 class _EchoingGateway:

@@ -3,7 +3,8 @@
 Plugins do ``from agent.context_engine import ContextEngine``, call
 ``agent.auxiliary_client.call_llm`` (or ``ctx.llm``, ``agent.plugin_llm``), read ``hermes_cli.config``
 or keep state through ``plugins.plugin_storage``. When Hermes is installed its
-modules win; otherwise :func:`install_compat` puts stand-in modules into ``sys.modules`` under
+modules win, with their LLM entry points and compressor routed through the inspector
+(:mod:`inspector.engines.compat.hermes_routing`); otherwise :func:`install_compat` puts stand-in modules into ``sys.modules`` under
 Hermes' names, backed by the inspector. They are created at run time and never shipped as
 top-level packages, so they cannot shadow Hermes (or anything else called ``agent``) on disk.
 """
@@ -50,6 +51,7 @@ class CompatReport:
     from_hermes: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     provided_elsewhere: list[str] = field(default_factory=list)  # already in sys.modules, not a file (test fakes)
+    routed: list[str] = field(default_factory=list)  # real Hermes entry points now going through the inspector
     hermes_home: str = ""
 
     @property
@@ -62,6 +64,7 @@ class CompatReport:
             "from_hermes": list(self.from_hermes),
             "conflicts": list(self.conflicts),
             "provided_elsewhere": list(self.provided_elsewhere),
+            "routed": list(self.routed),
             "hermes_home": self.hermes_home,
         }
 
@@ -99,6 +102,10 @@ def install_compat(config: dict[str, Any] | None, hermes_home: str | Path | None
             if status != "stand-in":
                 _install_one(name, impl)
             report.stood_in.append(name)
+        if report.from_hermes:
+            from inspector.engines.compat.hermes_routing import route_hermes
+
+            report.routed = route_hermes()
     return report
 
 

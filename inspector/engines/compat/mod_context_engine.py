@@ -1,8 +1,8 @@
 """Stand-in for ``agent.context_engine``: the inspector's ABC and helpers under Hermes' name.
 
-Exactly the public names Hermes' module has: plugins probe for optional names with ``try:
-import`` and change what they do when one is missing, so an extra name here would make a
-plugin behave differently than under Hermes.
+Hermes 0.19.0's public names, plus the seed contract's later ones listed in
+:mod:`inspector.engines.compat.api_additions` (plugins probe for optional names with ``try:
+import``, so every extra name is deliberate, listed there and checked against the real module).
 """
 
 from __future__ import annotations

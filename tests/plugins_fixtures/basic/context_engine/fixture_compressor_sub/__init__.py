@@ -19,7 +19,7 @@ class TunedCompressor(ContextCompressor):
         return "fixture_compressor_sub"
 
     def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
-        pruned, changed = self._prune_old_tool_results(messages)
+        pruned, changed = self._prune_old_tool_results(messages, self.protect_last_n)
         self.calls.append(("prune", changed))
         cleaned = self._sanitize_tool_pairs(pruned)
         self.calls.append(("sanitize", len(cleaned)))
