@@ -492,6 +492,8 @@ class CacheSimulator:
     ) -> str:
         n = len(keys)
         if res.region == "tools":
+            if prev.tools_key in self._warm and tools_key in self._warm:
+                return "prefix broke at the agent's own head (its system prompt and tools changed: tools reloaded)"
             return f"prefix broke at the tool schemas (was {_short(prev.tools_key)}, now {_short(tools_key)})"
         i = res.diverge_index or 0
         was = _describe(prev.roles, prev.keys, i)

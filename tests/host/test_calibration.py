@@ -128,3 +128,4 @@ def test_after_the_agent_reloads_its_tools_the_head_is_new_to_the_cache_but_its_
     assert run(3, [500, 500]).read == 20_500, "the session's own cache after it"
     reloaded = run(7, [500, 500, 500])
     assert reloaded.read == 15_000 and reloaded.reason_kind == "prefix_break"
+    assert "the agent's own head" in reloaded.reason
