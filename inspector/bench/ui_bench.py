@@ -18,10 +18,13 @@ while idle: a layout that keeps re-fitting the docks repaints everything many ti
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import random
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -171,7 +174,11 @@ def main(argv: list[str] | None = None) -> int:
           f"messages, {len(trace.compress_events)} compressions (generated in {t_gen:.2f} s, not counted)")
 
     w, h = (int(v) for v in args.size.split("x"))
-    settings = QSettings(os.devnull, QSettings.Format.IniFormat)
+    # A throwaway file: Qt saves settings by renaming a new file over the old one, which would
+    # replace /dev/null itself when the benchmark runs as root.
+    scratch = tempfile.mkdtemp(prefix="ui-bench-")
+    atexit.register(shutil.rmtree, scratch, True)
+    settings = QSettings(os.path.join(scratch, "inspector.ini"), QSettings.Format.IniFormat)
     t0 = time.perf_counter()
     window = MainWindow(settings, restore_layout=False)
     window.resize(w, h)

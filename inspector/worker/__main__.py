@@ -15,6 +15,11 @@ def main() -> None:
     code = 0
     try:
         job = read_job(sys.stdin.fileno())
+        from inspector.llm.secrets import register_config
+
+        # The config reaches the worker as data, not through load_config: the one scrubber must
+        # still know which variables it names as holding a key (api_key_env: LOCALTOKEN).
+        register_config(job.get("config"))
         rt = Runtime(writer, work)
         rt.start(job.get("memory_mb"))
         writer.send({"type": "hello", "pid": os.getpid()})

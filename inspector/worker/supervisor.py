@@ -193,10 +193,11 @@ def _stack_traceback(stack: str | None) -> str | None:
 
 def worker_environment(config: dict[str, Any], work: str) -> dict[str, str]:
     """The worker's environment: ours, without key-like variables unless the config uses an endpoint."""
-    from inspector.llm.secrets import is_secret_name
+    from inspector.llm.secrets import is_secret_name, key_env_names
 
     keep_secrets = bool(sandbox.endpoints(config))
-    env = {k: v for k, v in os.environ.items() if keep_secrets or not is_secret_name(k)}
+    named = set(key_env_names(config))  # a key whose variable's name does not look like one
+    env = {k: v for k, v in os.environ.items() if keep_secrets or not (is_secret_name(k) or k in named)}
     root = str(Path(inspector.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["TMPDIR"] = os.path.join(work, "tmp")
