@@ -686,7 +686,8 @@ def run_doctor(
     loaded = None
     try:
         out = agent.call(load_engine, name, config, plugin_dirs, include_project=include_project,
-                         include_entry_points=include_entry_points, ask_availability=False, timeout=max(timeout, 30.0))
+                         include_entry_points=include_entry_points, ask_availability=False, hermes_fallbacks=False,
+                         timeout=max(timeout, 30.0))
         if out.timed_out:
             report.add(FAIL, "load", f"loading {name!r} did not finish within {max(timeout, 30.0):g}s")
             return report

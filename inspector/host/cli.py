@@ -57,6 +57,9 @@ def run_engines(session: Any, names: list[str], config: dict, plugin_dirs: list[
         unavailable = unavailable_note(name, loaded.availability)
         if unavailable:
             print(f"note: {unavailable}", file=sys.stderr)
+        for warning in loaded.warnings:  # a fallback to the built-in compressor, a shadowed bundled example
+            if loaded.fallback or "shadowed" in warning:
+                print(f"note: {name}: {warning.splitlines()[0]}", file=sys.stderr)
         try:
             traces.append(replay(session, loaded, config, progress=_progress(name, quiet), label=name))
         except Exception as exc:
@@ -171,8 +174,18 @@ def print_summary(traces: list, names: list[str], out=None) -> None:
         rows.append([label] + vals)
     # Which Hermes each run's host played (inspector.host_profile); older traces do not say.
     rows.append(["host profile"] + [str(t.meta.get("host_profile") or "not recorded") for t in traces])
+    if any((t.meta.get("engine") or {}).get("fallback") for t in traces):
+        rows.append(["engine run"] + [engine_run(t) for t in traces])
     out.write("\n")
     _print_table(header, rows, out, left=(0,))
+
+
+def engine_run(trace: Any) -> str:
+    """The engine a run really used: Hermes' built-in compressor where Hermes would fall back to it."""
+    engine = trace.meta.get("engine") or {}
+    if engine.get("fallback"):
+        return f"compressor (Hermes' fallback: {engine['fallback']})"
+    return str(engine.get("name") or "?")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -289,7 +302,8 @@ def _report(args: argparse.Namespace, traces: list, names: list[str], session: d
         from inspector.trace.summary import fault_rows, output_rows, per_turn_rows, summarise
 
         json.dump({"session": session,
-                   "runs": [{"engine": n, "host_profile": t.meta.get("host_profile"), "summary": summarise(t), "turns": per_turn_rows(t), "faults": fault_rows(t),
+                   "runs": [{"engine": n, "host_profile": t.meta.get("host_profile"),
+                             "engine_fallback": (t.meta.get("engine") or {}).get("fallback"), "summary": summarise(t), "turns": per_turn_rows(t), "faults": fault_rows(t),
                              "output": output_rows(t)}
                             for n, t in zip(names, traces)]}, sys.stdout, indent=2)
         sys.stdout.write("\n")

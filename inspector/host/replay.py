@@ -155,6 +155,11 @@ def engine_meta(loaded: Any, engine: Any) -> dict[str, Any]:
     except Exception as exc:
         meta.setdefault("name", f"<name raised {type(exc).__name__}>")
     meta["class"] = f"{type(engine).__module__}.{type(engine).__qualname__}"
+    fallback = getattr(loaded, "fallback", "")
+    if isinstance(fallback, str) and fallback:
+        # Hermes would not run the engine asked for: this run is its built-in compressor, as Hermes' would be.
+        meta["fallback"] = fallback
+        meta["requested"] = str(getattr(loaded, "requested", "") or "")
     sandbox = getattr(loaded, "sandbox", None)
     if sandbox is not None:
         meta["hermes_home"] = str(getattr(sandbox, "path", sandbox))
