@@ -1590,11 +1590,14 @@ class Host:
         host_thread = threading.current_thread().name
         timeout = self.settings.compress_timeout
         on_pool = self.profile.on_pool("compress") and timeout > 0
+        # Inline (0.19.0 has no compress timeout at all), the watchdog allows the longer of the two
+        # timeouts, so a summariser call that takes a while is not cut short.
+        inline_timeout = max(self.settings.hook_timeout, timeout) if timeout > 0 else self.settings.hook_timeout
         ev, out = self._call(
             EV_COMPRESS, e.compress, handed,
             record_args={"messages": self._history_ref(), "site": site, "kwargs": _jsonable(kwargs),
                          "tokens_before": approx_tokens, "host_thread": host_thread},
-            on_pool=on_pool, timeout=timeout if on_pool else None, **kwargs,
+            on_pool=on_pool, timeout=timeout if on_pool else inline_timeout, **kwargs,
         )
         if live:
             self._forget_edited(before_objs, snapshot)
