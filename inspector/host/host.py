@@ -1,8 +1,10 @@
 """The agent loop around one engine, calling every hook the way Hermes does.
 
-The order and arguments follow hermes-host.md §2-§4 and §9 (the [M] host: ``select_context``
-at assembly, pre-API gate on the selected list, compression on a pooled daemon thread over a
-private deep copy with a timeout, the ``-1`` sentinel, ``on_turn_complete``). Every call becomes
+Which Hermes is a host profile (:mod:`inspector.host.profiles`): ``hermes-0.19.0``, checked
+against the release's ``AIAgent`` by ``tests/differential/``, or ``hermes-main``, the development
+line's contract (``select_context`` at assembly, pre-API gate on the selected list, compression on
+a pooled daemon thread over a private deep copy with a timeout, ``on_turn_complete``); the profile's
+hook table and gate rules decide which hooks run and how. Every call becomes
 a trace event with its inputs, outputs, duration, the engine's token attributes and
 ``get_status()`` after it, any fault, and what the engine printed and logged meanwhile
 (:mod:`inspector.host.capture`). The loop is incremental (``play_turn``) so replay and
