@@ -116,6 +116,11 @@ class LoadedEngine:
     ctx_calls: list[str] = field(default_factory=list)
     module_name: str = ""
     availability: Availability | None = None
+    # Set when Hermes would not run the requested plugin engine but its built-in compressor: why,
+    # and which engine was asked for (the engine here is then the built-in compressor).
+    fallback: str = ""
+    requested: str = ""
+    registered: str = ""  # the general plugin whose register() already ran for the engine (never run twice)
 
     @contextlib.contextmanager
     def activate(self) -> Iterator[LoadedEngine]:
@@ -330,7 +335,10 @@ def discover_engines(
         install_compat(config, sandbox.path)
         infos = [_builtin_info(config, construct=True, timeout=timeout)]
         seen: dict[str, EngineInfo] = {DEFAULT_ENGINE: infos[0]}
-        for cand in _scan(plugin_search_dirs(config, plugin_dirs, include_project=include_project), include_entry_points):
+        found = _scan(plugin_search_dirs(config, plugin_dirs, include_project=include_project), include_entry_points)
+        # In the order load_engine prefers them, so "shadowed" names the one that loses: the user's
+        # plugins before the bundled examples.
+        for cand in [c for c in found if not _bundled(c)] + [c for c in found if _bundled(c)]:
             manager = PluginManager()
             produced: Produced | None = None
             error = None
@@ -378,15 +386,19 @@ def load_engine(
     include_entry_points: bool = True,
     hermes_home: str | Path | None = None,
     ask_availability: bool = True,
+    hermes_fallbacks: bool = True,
 ) -> LoadedEngine:
     """Load the engine ``name`` (``None`` → ``context.engine`` → ``compressor``) the way Hermes would.
 
     Plugin engines are returned as constructed: the host sets ``model_thresholds`` and calls
-    ``update_model``. General-plugin engines are deep-copied per agent, as Hermes does; when
-    that fails the original instance is used and the failure is reported (Hermes would fall
-    back to the built-in compressor there). ``hermes_home`` uses that directory instead of a
-    temporary sandbox (only when the user asks for their real home). ``ask_availability`` records
-    the engine's ``is_available()`` answer; like Hermes, loading never depends on it.
+    ``update_model``. The user's plugins win over the bundled examples of the same name (said in
+    the warnings). General-plugin and entry-point engines are deep-copied per agent, as Hermes
+    does (agent/agent_init.py:1851-1870), and load only when ``plugins.enabled`` lists them
+    (hermes_cli/plugins.py:1449-1470); where Hermes would therefore run its built-in compressor,
+    so does the run (``fallback`` says why), unless ``hermes_fallbacks`` is False (the doctor,
+    which examines the plugin itself). ``hermes_home`` uses that directory instead of a temporary
+    sandbox (only when the user asks for their real home). ``ask_availability`` records the
+    engine's ``is_available()`` answer; like Hermes, loading never depends on it.
     """
     name = name or str(cfg_get(config, "context.engine", "") or DEFAULT_ENGINE)
     sandbox = create_sandbox(config, real_home=hermes_home)
@@ -395,7 +407,8 @@ def load_engine(
         manager = PluginManager()
         with activate(config=config, home=sandbox.path, plugin_manager=manager,
                           user_home=sandbox.user_home):
-            loaded = _load_selected(name, config, plugin_dirs, include_project, include_entry_points, sandbox, report, manager)
+            loaded = _load_selected(name, config, plugin_dirs, include_project, include_entry_points, sandbox, report, manager,
+                                    hermes_fallbacks)
             _load_enabled_hook_plugins(loaded, config, plugin_dirs, include_project)
             if ask_availability:
                 loaded.availability = probe(loaded.engine, hook_timeout(config))
@@ -416,9 +429,16 @@ def _load_selected(
     sandbox: Sandbox,
     report: CompatReport,
     manager: PluginManager,
+    hermes_fallbacks: bool = True,
 ) -> LoadedEngine:
     def make(engine: Any, info: EngineInfo, warnings: list[str], **kw: Any) -> LoadedEngine:
         return LoadedEngine(engine, info, manager, [], list(warnings), sandbox, config, report, **kw)
+
+    def fall_back(why: str, warnings: list[str]) -> LoadedEngine:
+        """Hermes' built-in compressor in place of the plugin engine it would not run."""
+        engine = build_builtin_compressor(config)
+        note = f"Hermes would not run engine {name!r}: {why}; it runs its built-in compressor instead, and so does this run"
+        return make(engine, _builtin_info(config, construct=False), [*warnings, note], fallback=why, requested=name)
 
     if name == DEFAULT_ENGINE:
         info = _builtin_info(config, construct=False)
@@ -433,11 +453,12 @@ def _load_selected(
 
     dirs = plugin_search_dirs(config, plugin_dirs, include_project=include_project)
     candidates = _scan(dirs, include_entry_points)
-    # Directory engines are selected by directory name; general plugins and entry points by the
-    # name their engine reports, so likely providers (plugin named like the engine) go first.
-    ordered = [c for c in candidates if c.kind == SOURCE_DIRECTORY and c.name == name]
-    others = [c for c in candidates if c.kind != SOURCE_DIRECTORY]
-    ordered += sorted(others, key=lambda c: (c.name != name and c.manifest.name != name))
+    # The user's plugins (their directories, installed entry points) before the project's bundled
+    # examples; within each, directory engines by directory name, then general plugins and entry
+    # points by the name their engine reports, likely providers (named like the engine) first.
+    users = [c for c in candidates if not _bundled(c)]
+    bundled = [c for c in candidates if _bundled(c)]
+    ordered = _ranked(users, name) + _ranked(bundled, name)
     failures: list[str] = []
     for cand in ordered:
         trial = manager if cand.kind == SOURCE_DIRECTORY else PluginManager()
@@ -458,32 +479,38 @@ def _load_selected(
         if produced.engine is None:
             continue
         info = _info_for(cand, produced, None)
+        if cand.kind != SOURCE_DIRECTORY and info.name != name:
+            continue
+        shadow = [f"bundled example engine {name!r} at {b.path} is shadowed by yours at {info.path}: yours runs"
+                  for b in bundled if b is not cand and b.kind == SOURCE_DIRECTORY and b.name == name
+                  and not _bundled(cand)]
         if cand.kind == SOURCE_DIRECTORY:
             engine_name = _engine_name(produced.engine, name)
             if engine_name != name:
                 produced.warnings.append(f"engine reports name {engine_name!r} but is selected as {name!r} (its directory name)")
-            return make(produced.engine, info, produced.warnings,
+            return make(produced.engine, info, shadow + produced.warnings,
                         ctx_calls=list(produced.ctx.calls if produced.ctx else []), module_name=produced.module_name)
-        if info.name != name:
-            continue
+        warnings = shadow + produced.warnings
+        not_enabled = _not_enabled(cand, config)
+        if not_enabled:
+            if hermes_fallbacks:
+                return fall_back(not_enabled, warnings)  # Hermes never imports it: nothing it registered exists
+            warnings.append(f"{not_enabled}: Hermes would use the built-in compressor; checked anyway because "
+                            "you named it")
         _adopt(manager, trial)
         engine, copy_error = produced.engine, None
         try:
             engine = copy.deepcopy(produced.engine)
         except (Exception, SystemExit) as exc:  # not KeyboardInterrupt: the user stops us
             copy_error = f"{type(exc).__name__}: {exc}"
-            produced.warnings.append(
-                f"engine cannot be deep-copied per agent ({copy_error}); Hermes would fall back to the built-in "
-                "compressor here. The inspector uses the original instance."
-            )
-        enabled = cfg_get(config, "plugins.enabled", []) or []
-        if cand.kind == SOURCE_GENERAL and info.plugin not in (enabled if isinstance(enabled, list) else []):
-            produced.warnings.append(
-                f"general plugin {info.plugin!r} is not in plugins.enabled: Hermes loads only the plugins listed "
-                f"there, so it would not find engine {name!r} and would use the built-in compressor. The "
-                "inspector loads it because you named it; add it to plugins.enabled to match Hermes."
-            )
-        return make(engine, info, produced.warnings, deepcopy_error=copy_error,
+            why = f"the engine cannot be deep-copied per agent ({copy_error})"
+            if hermes_fallbacks:
+                loaded = fall_back(why, warnings)  # the plugin loaded (its hooks stand), its engine is not used
+                loaded.deepcopy_error, loaded.registered = copy_error, info.plugin
+                return loaded
+            warnings.append(f"{why}; Hermes would fall back to the built-in compressor here. The inspector uses "
+                            "the original instance.")
+        return make(engine, info, warnings, deepcopy_error=copy_error, registered=info.plugin,
                     ctx_calls=list(produced.ctx.calls if produced.ctx else []))
     details = "\n".join(failures)
     prefix = "these plugins failed to load and may provide it:\n" if failures else ""
@@ -493,6 +520,42 @@ def _load_selected(
         available=_available(config, plugin_dirs, include_project),
         details=prefix + details,
     )
+
+
+def _bundled(cand: _Candidate) -> bool:
+    """A candidate from the project's own ``plugins/`` (the bundled examples), not one the user chose."""
+    proj = project_plugin_dir()
+    if proj is None or cand.path is None:
+        return False
+    try:
+        Path(cand.path).resolve().relative_to(proj.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _ranked(cands: list[_Candidate], name: str) -> list[_Candidate]:
+    first = [c for c in cands if c.kind == SOURCE_DIRECTORY and c.name == name]
+    others = [c for c in cands if c.kind != SOURCE_DIRECTORY]
+    return first + sorted(others, key=lambda c: (c.name != name and c.manifest.name != name))
+
+
+def _not_enabled(cand: _Candidate, config: dict[str, Any]) -> str:
+    """Why Hermes would not load this general or entry-point plugin (hermes_cli/plugins.py:1386-1470), or ""."""
+    if cand.kind not in (SOURCE_GENERAL, SOURCE_ENTRY_POINT):
+        return ""
+    enabled = cfg_get(config, "plugins.enabled", []) or []
+    disabled = cfg_get(config, "plugins.disabled", []) or []
+    enabled = enabled if isinstance(enabled, list) else []
+    disabled = disabled if isinstance(disabled, list) else []
+    keys = {k for k in (cand.manifest.key, cand.manifest.name, cand.name) if k}
+    kind = "general plugin" if cand.kind == SOURCE_GENERAL else "entry-point plugin"
+    if keys & set(disabled):
+        return f"{kind} {cand.manifest.name or cand.name!r} is in plugins.disabled"
+    if not keys & set(enabled):
+        return (f"{kind} {cand.manifest.name or cand.name!r} is not in plugins.enabled (Hermes loads only the "
+                "plugins listed there)")
+    return ""
 
 
 def _adopt(target: PluginManager, source: PluginManager) -> None:
@@ -520,7 +583,7 @@ def _load_enabled_hook_plugins(loaded: LoadedEngine, config: dict[str, Any], plu
     disabled = set(cfg_get(config, "plugins.disabled", []) or [])
     if not isinstance(enabled, list) or not enabled:
         return
-    own = loaded.info.plugin if loaded.info.source == SOURCE_GENERAL else None
+    own = loaded.registered or (loaded.info.plugin if loaded.info.source == SOURCE_GENERAL else None)
     for cand in _scan(plugin_search_dirs(config, plugin_dirs, include_project=include_project), False):
         if cand.kind != SOURCE_GENERAL or cand.manifest.name not in enabled or cand.manifest.name in disabled:
             continue

@@ -27,7 +27,13 @@ from typing import Any
 from inspector.config import cfg_get
 from inspector.engines.contract import engine_overrides_hook
 from inspector.engines.doctor_runtime import AgentThread, CallOutcome, call_on_new_thread
-from inspector.engines.doctor_static import check_import, scan_imports, source_files, validate_messages
+from inspector.engines.doctor_static import (
+    check_import,
+    imported_sources,
+    scan_imports,
+    source_files,
+    validate_messages,
+)
 from inspector.engines.duck import describe as describe_duck
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
@@ -56,6 +62,7 @@ class DoctorReport:
     findings: list[Finding] = field(default_factory=list)
     source: str = ""
     path: str = ""
+    profile: str = ""  # the host profile whose Hermes the checks follow
 
     @property
     def failed(self) -> bool:
@@ -74,7 +81,8 @@ class DoctorReport:
         return finding
 
     def to_json(self) -> dict[str, Any]:
-        return {"engine": self.engine, "source": self.source, "path": self.path, "failed": self.failed,
+        return {"engine": self.engine, "source": self.source, "path": self.path, "host_profile": self.profile,
+                "failed": self.failed,
                 "counts": self.counts(), "findings": [f.to_json() for f in self.findings]}
 
 
@@ -110,17 +118,13 @@ def _usage(prompt: int, completion: int = 120) -> dict[str, int]:
 
 def compress_kwargs(engine: Any, current_tokens: int, *, focus_topic: str | None = None, force: bool = False,
                     memory_context: str = "") -> dict[str, Any]:
-    """Hermes' signature filter (hermes-host.md §4.1)."""
+    """Hermes' signature filter, the host's one implementation (agent/conversation_compression.py:195-235)."""
+    from inspector.host.host import supported_compress_kwargs
+
     candidates: dict[str, Any] = {"current_tokens": current_tokens, "focus_topic": focus_topic, "force": force}
-    if memory_context:
+    if memory_context:  # only a non-empty memory context is offered (conversation_compression.py:215)
         candidates["memory_context"] = memory_context
-    try:
-        params = inspect.signature(engine.compress).parameters
-    except (TypeError, ValueError):
-        return {"current_tokens": current_tokens}
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return candidates
-    return {k: v for k, v in candidates.items() if k in params}
+    return supported_compress_kwargs(engine.compress, candidates)
 
 
 # -- the driver -------------------------------------------------------------------------------
@@ -134,6 +138,9 @@ class HookDriver:
         self.timeout = timeout
         self.agent = agent
         self.config = loaded.config
+        from inspector.host.profiles import profile_for
+
+        self.profile = profile_for(self.config or {})  # which hooks the checked Hermes calls, and how
         self.compressed = False
         self.called: dict[str, int] = {}
         self._bad_attrs: set[str] = set()
@@ -266,6 +273,10 @@ class HookDriver:
         return messages
 
     def _select(self, system: dict, messages: list, user: dict, ctx_len: int, t: int) -> None:
+        if not self.profile.has("select_context"):
+            if t == 0:
+                self.report.add(PASS, "hook:select_context", f"not called: {self.profile.name} has no select_context")
+            return
         if not engine_overrides_hook(self.engine, "select_context"):
             if t == 0:
                 self.report.add(PASS, "hook:select_context", "not overridden: the host skips it (no call, no copies)")
@@ -333,11 +344,11 @@ class HookDriver:
         if not isinstance(out.value, bool) and "should_compress-type" not in self._bad_attrs:
             self._bad_attrs.add("should_compress-type")
             self.report.add(WARN, "hook:should_compress", f"should_compress returned {type(out.value).__name__}, not bool (Hermes uses its truth value)")
-        if callable(getattr(self.engine, "should_compress_info", None)):  # Hermes looks before it calls
-            self._compress_info(tokens)
+        if self.profile.has("should_compress_info") and callable(getattr(self.engine, "should_compress_info", None)):
+            self._compress_info(tokens)  # Hermes looks before it calls
         if out.value:
             return self._compress(messages, tokens)
-        if engine_overrides_hook(self.engine, "prune_tool_results_only"):
+        if self.profile.has("prune_tool_results_only") and engine_overrides_hook(self.engine, "prune_tool_results_only"):
             snap = copy.deepcopy(messages)
             pr = self.call("prune_tool_results_only", messages, current_tokens=tokens)
             if not pr.ok:
@@ -364,16 +375,27 @@ class HookDriver:
                 self.report.add(FAIL, "hook:should_compress_info", f"should_compress_info returned {info.value!r}; expected (bool, str | None)")
 
     def _compress(self, messages: list, tokens: int, *, force: bool = False) -> list:
-        snapshot = copy.deepcopy(messages)  # Hermes [M]: a private deep snapshot on a pooled thread
+        # [M]: a private deep snapshot on a pooled thread; 0.19.0: the live list on the agent's
+        # thread (agent/conversation_compression.py:1059-1060), an in-place edit then commits.
+        live = self.profile.gates.compress_input == "live"
+        snapshot = messages if live else copy.deepcopy(messages)
         before = copy.deepcopy(snapshot)
         kwargs = compress_kwargs(self.engine, tokens, force=force)
-        out = self.call("compress", snapshot, pool=True, **kwargs)
+        pool = self.profile.on_pool("compress")
+        out = self.call("compress", snapshot, pool=pool, **kwargs)
         self.compressed = True
         if not out.ok:
+            if live and snapshot != before:
+                messages[:] = before
             self.fault("compress", out, context=" (Hermes discards the attempt)")
             return messages
-        self.report.add(PASS, "thread:pool", f"compress ran on pool thread {out.thread_name}, not the thread that built the engine")
-        if snapshot != before:
+        if pool:
+            self.report.add(PASS, "thread:pool", f"compress ran on pool thread {out.thread_name}, not the thread that built the engine")
+        if live:
+            if out.value is snapshot and snapshot != before:
+                self.report.add(PASS, "hook:compress", f"compress edited the live list in place and returned it: "
+                                f"{self.profile.name} commits that")
+        elif snapshot != before:
             self.report.add(WARN, "mutation:compress", "compress mutated its input list in place (Hermes [M] passes a private snapshot, "
                             "but Hermes 0.19.0 passes the live transcript and restores it only if the result equals the input)")
         result = out.value
@@ -381,9 +403,11 @@ class HookDriver:
             self.report.add(WARN, "hook:compress", "compress set _last_compress_aborted: Hermes keeps the original messages")
             return messages
         if isinstance(result, list) and result == before:
+            if live and snapshot != before:
+                messages[:] = before  # Hermes puts the live list back (conversation_compression.py:1104-1106)
             self.report.add(WARN, "hook:compress", "compress made no progress (result equals the input)")
             return messages
-        if result is snapshot:
+        if result is snapshot and not live:
             self.report.add(FAIL, "hook:compress", f"compress returned its own (changed) input list: Hermes [M] treats "
                             f"returning the snapshot object as a no-op and keeps the original, so the {len(before)} → "
                             f"{len(result)} messages are never committed; return a new list")
@@ -404,7 +428,7 @@ class HookDriver:
         return list(result)
 
     def _turn_complete(self, messages: list, prompt: int, t: int) -> None:
-        if not engine_overrides_hook(self.engine, "on_turn_complete"):
+        if not self.profile.has("on_turn_complete") or not engine_overrides_hook(self.engine, "on_turn_complete"):
             return
         clone = copy.deepcopy(messages)
         snap = copy.deepcopy(clone)
@@ -482,7 +506,12 @@ def _check_imports(loaded: Any, report: DoctorReport) -> None:
     if base is None:
         report.add(WARN, "imports", "source not found; host imports not checked")
         return
-    uses, errors = scan_imports(source_files(base))
+    files = imported_sources(base)
+    skipped = len(source_files(base)) - len(files) if base.is_dir() else 0
+    if skipped > 0:
+        report.add(PASS, "imports", f"{skipped} file(s) no module of the plugin imports (scripts, benchmarks, …) "
+                   "not checked: Hermes never imports them")
+    uses, errors = scan_imports(files)
     for e in errors:
         report.add(FAIL, "imports", f"does not parse: {e}")
     own = loaded.module_name or None
@@ -647,14 +676,18 @@ def run_doctor(
     """
     from inspector.engines.discovery import EngineLoadError, load_engine
     from inspector.engines.run_context import RunContext, offline_stand_in_for, running
+    from inspector.host.profiles import profile_for
     from inspector.llm.aux import AuxCallLog, recording
 
     report = DoctorReport(engine=name)
+    profile = profile_for(config)  # which checks apply follows the Hermes the user runs (inspector.host_profile)
+    report.profile = profile.name
     agent = AgentThread()
     loaded = None
     try:
         out = agent.call(load_engine, name, config, plugin_dirs, include_project=include_project,
-                         include_entry_points=include_entry_points, ask_availability=False, timeout=max(timeout, 30.0))
+                         include_entry_points=include_entry_points, ask_availability=False, hermes_fallbacks=False,
+                         timeout=max(timeout, 30.0))
         if out.timed_out:
             report.add(FAIL, "load", f"loading {name!r} did not finish within {max(timeout, 30.0):g}s")
             return report
@@ -681,7 +714,14 @@ def run_doctor(
             else:
                 run_driver = driver or (lambda ld, rp, to, ag: HookDriver(ld, rp, to, ag).run())
                 _guarded_check(report, "hooks", run_driver, loaded, report, timeout, agent)
-                _guarded_check(report, "thread:concurrent", _check_concurrent, loaded, report, timeout)
+                if profile.gates.compress_input == "live":
+                    # 0.19.0 deep-copies the engine for each agent (agent/agent_init.py:1851-1870) and
+                    # compresses on the agent's thread: no two sessions ever share an instance.
+                    report.add(PASS, "thread:concurrent", f"not checked under host profile {profile.name}: each "
+                               "agent has its own copy of the engine, so sessions never compress on a shared "
+                               "instance")
+                else:
+                    _guarded_check(report, "thread:concurrent", _check_concurrent, loaded, report, timeout)
         _report_side_effects(loaded, report, log)
         return report
     finally:

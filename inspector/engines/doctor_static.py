@@ -229,6 +229,66 @@ def check_import(use: ImportUse, *, hermes_installed: bool, own_package: str | N
     return ("warn" if soft else "fail", f"{where}: {kind} {use.module!r} is not installed{qualifier}")
 
 
+def imported_sources(path: Path) -> list[Path]:
+    """The plugin files Hermes can import: its package's ``__init__.py`` and what it imports from
+    its own package, transitively (relative imports, or absolute ones through the folder's name).
+
+    Hermes imports a directory plugin as a package (its ``__init__.py``, hermes_cli/plugins.py
+    loading through importlib); a repository's ``benchmarks/`` or ``scripts/`` that no module of
+    the package imports never run inside the agent, so their imports cannot fail it.
+    """
+    if path.is_file():
+        return [path]
+    root = path / "__init__.py"
+    if not root.is_file():
+        return source_files(path)
+    seen: list[Path] = []
+    todo = [root]
+    while todo:
+        file = todo.pop()
+        if file in seen or not file.is_file():
+            continue
+        seen.append(file)
+        try:
+            tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            continue  # scan_imports reports it
+        package = file.parent
+        for node in ast.walk(tree):
+            targets: list[tuple[Path, list[str]]] = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package
+                    for _ in range(node.level - 1):
+                        base = base.parent
+                    targets.append((base, (node.module or "").split(".") if node.module else []))
+                elif node.module and node.module.partition(".")[0] == path.name:
+                    targets.append((path, node.module.split(".")[1:]))
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [(path, a.name.split(".")[1:]) for a in node.names if a.name.partition(".")[0] == path.name]
+                names = []
+            else:
+                continue
+            for base, parts in targets:
+                here = base
+                for part in parts:
+                    todo.append(here / "__init__.py")
+                    here = here / part
+                todo += [here.with_suffix(".py"), here / "__init__.py"]
+                todo += [here / f"{n}.py" for n in names] + [here / n / "__init__.py" for n in names]
+        todo = [t for t in todo if _inside(t, path)]
+    return sorted(seen)
+
+
+def _inside(file: Path, root: Path) -> bool:
+    try:
+        file.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
 def source_files(path: Path) -> list[Path]:
     """A plugin's own Python files (tests excluded: they may import test-only packages)."""
     if path.is_file():

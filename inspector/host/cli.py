@@ -185,6 +185,8 @@ def print_summary(traces: list, names: list[str], out=None) -> None:
             rows.append(["facts retained"] + [percent(analyse(t).run_retention) for t in traces])
     # Which Hermes each run's host played (inspector.host_profile); older traces do not say.
     rows.append(["host profile"] + [str(t.meta.get("host_profile") or "not recorded") for t in traces])
+    if any((t.meta.get("engine") or {}).get("fallback") for t in traces):
+        rows.append(["engine run"] + [engine_run(t) for t in traces])
     out.write("\n")
     _print_table(header, rows, out, left=(0,))
 
@@ -236,6 +238,14 @@ def describe_usage_model(um: dict[str, Any]) -> str:
         text += (f" (head {cal['hidden_tokens']:,} tokens, ratio {cal['ratio']:.2f}, warm {cal['warm_tokens']:,}; "
                  f"{cal['method']}; fit error median {cal['median_error_pct']:.1f} %, p90 {cal['p90_error_pct']:.1f} %)")
     return text + (f"; fed: {fed}" if fed else "")
+
+
+def engine_run(trace: Any) -> str:
+    """The engine a run really used: Hermes' built-in compressor where Hermes would fall back to it."""
+    engine = trace.meta.get("engine") or {}
+    if engine.get("fallback"):
+        return f"compressor (Hermes' fallback: {engine['fallback']})"
+    return str(engine.get("name") or "?")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -372,6 +382,7 @@ def _report(args: argparse.Namespace, traces: list, names: list[str], session: d
 
         json.dump({"session": session,
                    "runs": [{"engine": n, "status": run_status(t), "host_profile": t.meta.get("host_profile"),
+                             "engine_fallback": (t.meta.get("engine") or {}).get("fallback"),
                              "summary": summarise(t), "turns": _with_retention(t, per_turn_rows(t)),
                              "faults": fault_rows(t), "output": output_rows(t), "quality": quality_json(t),
                              "usage_model": t.meta.get("usage_model"),

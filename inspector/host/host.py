@@ -1,8 +1,10 @@
 """The agent loop around one engine, calling every hook the way Hermes does.
 
-The order and arguments follow hermes-host.md §2-§4 and §9 (the [M] host: ``select_context``
-at assembly, pre-API gate on the selected list, compression on a pooled daemon thread over a
-private deep copy with a timeout, the ``-1`` sentinel, ``on_turn_complete``). Every call becomes
+Which Hermes is a host profile (:mod:`inspector.host.profiles`): ``hermes-0.19.0``, checked
+against the release's ``AIAgent`` by ``tests/differential/``, or ``hermes-main``, the development
+line's contract (``select_context`` at assembly, pre-API gate on the selected list, compression on
+a pooled daemon thread over a private deep copy with a timeout, ``on_turn_complete``); the profile's
+hook table and gate rules decide which hooks run and how. Every call becomes
 a trace event with its inputs, outputs, duration, the engine's token attributes and
 ``get_status()`` after it, any fault, and what the engine printed and logged meanwhile
 (:mod:`inspector.host.capture`). The loop is incremental (``play_turn``) so replay and
@@ -1596,11 +1598,14 @@ class Host:
         host_thread = threading.current_thread().name
         timeout = self.settings.compress_timeout
         on_pool = self.profile.on_pool("compress") and timeout > 0
+        # Inline (0.19.0 has no compress timeout at all), the watchdog allows the longer of the two
+        # timeouts, so a summariser call that takes a while is not cut short.
+        inline_timeout = max(self.settings.hook_timeout, timeout) if timeout > 0 else self.settings.hook_timeout
         ev, out = self._call(
             EV_COMPRESS, e.compress, handed,
             record_args={"messages": self._history_ref(), "site": site, "kwargs": _jsonable(kwargs),
                          "tokens_before": approx_tokens, "host_thread": host_thread},
-            on_pool=on_pool, timeout=timeout if on_pool else None, **kwargs,
+            on_pool=on_pool, timeout=timeout if on_pool else inline_timeout, **kwargs,
         )
         if live:
             self._forget_edited(before_objs, snapshot)

@@ -16,6 +16,7 @@ only these rows, so the same engine can be replayed under two Hermes versions an
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,8 +182,9 @@ PROFILES: dict[str, HostProfile] = {p.name: p for p in (HERMES_0_19_0, HERMES_MA
 DEFAULT_PROFILE = HERMES_MAIN.name
 
 
+@functools.lru_cache(maxsize=1)
 def installed_hermes_version() -> str | None:
-    """The version of hermes-agent installed beside the inspector, without importing it."""
+    """The version of hermes-agent installed beside the inspector, without importing it (read once)."""
     try:
         return importlib.metadata.version("hermes-agent")
     except importlib.metadata.PackageNotFoundError:

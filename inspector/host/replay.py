@@ -167,6 +167,11 @@ def engine_meta(loaded: Any, engine: Any) -> dict[str, Any]:
     except Exception as exc:
         meta.setdefault("name", f"<name raised {type(exc).__name__}>")
     meta["class"] = f"{type(engine).__module__}.{type(engine).__qualname__}"
+    fallback = getattr(loaded, "fallback", "")
+    if isinstance(fallback, str) and fallback:
+        # Hermes would not run the engine asked for: this run is its built-in compressor, as Hermes' would be.
+        meta["fallback"] = fallback
+        meta["requested"] = str(getattr(loaded, "requested", "") or "")
     sandbox = getattr(loaded, "sandbox", None)
     if sandbox is not None:
         meta["hermes_home"] = str(getattr(sandbox, "path", sandbox))
@@ -317,6 +322,28 @@ def _play_all(host: Host, session: Session, progress: ProgressFn | None, cancel:
     return False
 
 
+def is_builtin_engine(loaded: Any, engine: Any) -> bool:
+    """Hermes calls ``update_model`` at init only for plugin engines; the host needs to know which this is."""
+    if getattr(getattr(loaded, "info", None), "source", "") == "built-in":
+        return True
+    return _engine_name(engine) == "compressor" and type(engine).__module__.startswith("inspector.")
+
+
+def host_for(loaded: Any, config: dict[str, Any], **kwargs: Any) -> Host:
+    """The one way replay, follow and live build a host for a loaded engine (a LoadedEngine or a bare one).
+
+    What the host needs from the loading (its plugin manager, whether it is the built-in
+    compressor, its sandbox as Hermes' home) comes from ``loaded``; the rest is passed through
+    to :class:`Host` (``session_id``, ``system_prompt``, ``counter``, ``trace``, ``profile`` …).
+    """
+    engine = getattr(loaded, "engine", loaded)
+    sandbox = getattr(loaded, "sandbox", None)
+    kwargs.setdefault("plugin_manager", getattr(loaded, "plugin_manager", None))
+    kwargs.setdefault("engine_is_builtin", is_builtin_engine(loaded, engine))
+    kwargs.setdefault("hermes_home", str(getattr(sandbox, "path", sandbox) or ""))
+    return Host(engine, config, **kwargs)
+
+
 def _pin_summary_date(engine: Any, session: Session) -> None:
     """Summaries carry "today's" date; pin it to the session's so a replay is reproducible."""
     if not hasattr(engine, "_now") or getattr(engine, "_now", None) is not None:
@@ -356,10 +383,7 @@ def replay(
     counter = counter or make_counter(config)
     host_model = str((config.get("model") or {}).get("default") or "")
     simulator = simulator if simulator is not None else make_simulator(config, host_model)
-    info = getattr(loaded, "info", None)
     name = _engine_name(engine)
-    is_builtin = getattr(info, "source", "") == "built-in" or name == "compressor" and \
-        type(engine).__module__.startswith("inspector.")
     sandbox = getattr(loaded, "sandbox", None)
     trace = Trace(
         meta={
@@ -390,13 +414,9 @@ def replay(
     trace.meta["usage_model"] = usage_model.to_json()
     if usage_model.calibration is not None:  # shown with the reader's warnings wherever the session is
         trace.meta["session"]["warnings"].extend(usage_model.calibration.warnings)
-    host = Host(
-        engine, config, session_id=session_identifier(session), system_prompt=session.system_prompt(),
-        session_tools=session.tools, counter=counter, simulator=simulator, trace=trace,
-        plugin_manager=getattr(loaded, "plugin_manager", None), engine_is_builtin=bool(is_builtin),
-        hermes_home=str(getattr(sandbox, "path", sandbox) or ""), model=model, session_clock=True,
-        usage_model=usage_model,
-    )
+    host = host_for(loaded, config, session_id=session_identifier(session), system_prompt=session.system_prompt(),
+                    session_tools=session.tools, counter=counter, simulator=simulator, trace=trace, model=model,
+                    session_clock=True, usage_model=usage_model)
     _pin_summary_date(engine, session)
     for warning in getattr(loaded, "warnings", None) or ():
         host.note(f"engine loading: {warning}")  # what Hermes would have done differently, in the trace

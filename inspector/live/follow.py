@@ -42,6 +42,7 @@ from inspector import __version__
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.replay import (
     engine_meta,
+    host_for,
     make_counter,
     make_simulator,
     play_session_turn,
@@ -50,7 +51,7 @@ from inspector.host.replay import (
     session_identifier,
 )
 from inspector.live import DEFAULT_SETTLE_SECONDS
-from inspector.live.session import activated, is_builtin_engine, load_named_engine, snapshot_trace
+from inspector.live.session import activated, load_named_engine, snapshot_trace
 from inspector.sessions.model import ApiCall, ReaderError, Session, Turn, wire_message
 from inspector.sessions.source import PENDING_LINE
 from inspector.trace.model import Trace
@@ -234,7 +235,6 @@ class Follower:
         counter = self._counter or make_counter(self.config)
         host_model = model or str((self.config.get("model") or {}).get("default") or "")
         simulator = self._simulator if self._simulator is not None else make_simulator(self.config, host_model)
-        sandbox = getattr(self.loaded, "sandbox", None)
         meta: dict[str, Any] = {
             "inspector_version": __version__,
             "label": self.label or f"{getattr(self.engine, 'name', 'engine')} (follow)",
@@ -248,13 +248,9 @@ class Follower:
             "host_differences": list(HOST_DIFFERENCES) + list(FOLLOW_DIFFERENCES),
             "mode": "follow",
         }
-        self.host = Host(
-            self.engine, self.config, session_id=session_identifier(session), system_prompt=session.system_prompt(),
-            session_tools=session.tools, counter=counter, simulator=simulator, trace=Trace(meta=meta),
-            plugin_manager=getattr(self.loaded, "plugin_manager", None),
-            engine_is_builtin=is_builtin_engine(self.loaded, self.engine),
-            hermes_home=str(getattr(sandbox, "path", sandbox) or ""), model=model, session_clock=True,
-        )
+        self.host = host_for(self.loaded, self.config, session_id=session_identifier(session),
+                             system_prompt=session.system_prompt(), session_tools=session.tools, counter=counter,
+                             simulator=simulator, trace=Trace(meta=meta), model=model, session_clock=True)
         with activated(self.loaded):
             self.started = self.host.start()
         self.host.trace.finish()

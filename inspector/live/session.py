@@ -21,8 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from inspector import __version__
-from inspector.host.host import Host
-from inspector.host.replay import engine_meta, make_counter, make_simulator, public_config
+from inspector.host.replay import (
+    engine_meta,
+    host_for,
+    make_counter,
+    make_simulator,
+    public_config,
+)
 from inspector.live.responder import DeltaFn, LiveError, LiveResponder, LiveSettings, NoticeFn
 from inspector.llm.secrets import scrub_text
 from inspector.outputs import write_atomic
@@ -46,18 +51,6 @@ LIVE_DIFFERENCES = [
 def new_session_id() -> str:
     """Hermes-shaped session id: ``YYYYMMDD_HHMMSS_`` plus six hex digits."""
     return time.strftime("%Y%m%d_%H%M%S_") + uuid.uuid4().hex[:6]
-
-
-def is_builtin_engine(loaded: Any, engine: Any) -> bool:
-    """Hermes calls ``update_model`` at init only for plugin engines; the host needs to know which this is."""
-    info = getattr(loaded, "info", None)
-    if getattr(info, "source", "") == "built-in":
-        return True
-    try:
-        name = engine.name
-    except Exception:
-        return False
-    return name == "compressor" and type(engine).__module__.startswith("inspector.")
 
 
 def load_named_engine(engine: Any, config: dict[str, Any], plugin_dirs: Any = ()) -> tuple[Any, bool]:
@@ -142,7 +135,6 @@ class LiveSession:
         try:
             counter = counter or make_counter(config)
             simulator = simulator if simulator is not None else make_simulator(config, self.settings.model)
-            sandbox = getattr(self.loaded, "sandbox", None)
             meta: dict[str, Any] = {
                 "inspector_version": __version__,
                 "label": label or f"{getattr(self.engine, 'name', 'engine')} (live)",
@@ -155,13 +147,9 @@ class LiveSession:
                 "host_differences": list(LIVE_DIFFERENCES),
                 "mode": "live",
             }
-            self.host = Host(
-                self.engine, config, session_id=self.session_id, system_prompt=system_prompt, session_tools=None,
-                counter=counter, simulator=simulator, trace=Trace(meta=meta),
-                plugin_manager=getattr(self.loaded, "plugin_manager", None),
-                engine_is_builtin=is_builtin_engine(self.loaded, self.engine),
-                hermes_home=str(getattr(sandbox, "path", sandbox) or ""), model=self.settings.model,
-            )
+            self.host = host_for(self.loaded, config, session_id=self.session_id, system_prompt=system_prompt,
+                                 session_tools=None, counter=counter, simulator=simulator, trace=Trace(meta=meta),
+                                 model=self.settings.model)
             with activated(self.loaded):
                 self._started = self.host.start()
             self.host.trace.finish()

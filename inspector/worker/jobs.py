@@ -93,6 +93,9 @@ def replay_job(rt: Runtime, job: dict[str, Any]) -> None:
     unavailable = unavailable_note(name, loaded.availability)
     if unavailable:
         rt.send("note", text=unavailable)
+    for warning in getattr(loaded, "warnings", None) or ():  # a fallback to the built-in compressor, a shadowed example
+        if getattr(loaded, "fallback", None) or "shadowed" in str(warning):
+            rt.send("note", text=f"{name}: {str(warning).splitlines()[0]}")
     state: dict[str, Any] = {"streamer": None, "sent": 0.0}
 
     class Watch(StuckWatch):

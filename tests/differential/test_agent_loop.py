@@ -52,9 +52,10 @@ def test_the_scenarios_exercise_what_they_are_named_for(real_runs):
     tools = [c for c in hooks("tool_batch_preflight") if c["hook"] == "handle_tool_call"]
     assert [c["roles"].count("tool") for c in tools] == [0, 1]  # each result joins before the next call
     assert all(c["kwargs"] == ["messages"] for c in tools)
-    calls = hooks("tool_batch_preflight")
-    turn2 = [c["hook"] for c in calls[calls.index(next(c for c in calls if c["hook"] == "plugin:post_llm_call")):]]
-    assert "compress" in turn2  # the second turn's preflight compacted
+    calls = [c["hook"] for c in real_runs("tool_batch_preflight")["calls"]]
+    second = calls[[i for i, h in enumerate(calls) if h == "TURN"][1]:]
+    # The second turn's preflight compacted: before the turn's pre_llm_call, which follows the preflight.
+    assert "compress" in second[:second.index("plugin:pre_llm_call")]
     post = [c for c in hooks("engine_tools_post_tool") if c["hook"] == "compress"]
     assert post and post[0]["current_tokens"] == 3200
     assert all(c["thread"] == "main" for name in ALL for c in hooks(name))

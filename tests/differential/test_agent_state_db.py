@@ -11,7 +11,7 @@ import pytest
 
 from inspector.sessions.readers import hermes_db
 
-from .agent_scenarios import WITH_DB, diff, replay_ours, residual, sequence
+from .agent_scenarios import SAME_PROMPT, WITH_DB, diff, replay_ours, residual, sequence
 
 
 @pytest.mark.parametrize("name", list(WITH_DB))
@@ -26,3 +26,4 @@ def test_a_real_state_db_reloads_with_its_turns_requests_and_compactions(name, r
     assert len(trace.requests) == sum(r["api_calls"] for r in real["results"])
     ours, theirs = residual(scenario, sequence(calls), sequence(real["calls"]))
     assert ours == theirs, f"{name}: real agent | our host replaying its state.db\n{diff(theirs, ours)}"
+    assert any(SAME_PROMPT in d for d in trace.meta["host_differences"])

@@ -15,6 +15,8 @@ DIRS = [str(BASIC), str(GENERAL)]
 
 
 def _load(name, config, dirs=DIRS, **kw):
+    """The plugin itself, even where Hermes would fall back to its built-in compressor (see test_fallbacks)."""
+    kw.setdefault("hermes_fallbacks", False)
     return load_engine(name, config, dirs, include_project=False, include_entry_points=False, **kw)
 
 
@@ -190,8 +192,15 @@ def test_entry_point_plugins(config, tmp_path, monkeypatch):
     assert infos["fixture_ep"].source == "entry-point" and infos["fixture_ep"].loads
     assert infos["fixture_ep"].version == "0.4" and infos["fixture_ep"].description == "Entry point engine"
     loaded = load_engine("fixture_ep", config, include_project=False)
+    try:  # an entry point is opt-in too (hermes_cli/plugins.py:1449-1470): the built-in compressor runs
+        assert loaded.info.source == "built-in" and loaded.requested == "fixture_ep"
+        assert "not in plugins.enabled" in loaded.fallback
+    finally:
+        loaded.close()
+    config["plugins"] = {"enabled": ["ep_engine"], "disabled": []}
+    loaded = load_engine("fixture_ep", config, include_project=False)
     try:
-        assert loaded.info.source == "entry-point"
+        assert loaded.info.source == "entry-point" and not loaded.fallback
     finally:
         loaded.close()
 

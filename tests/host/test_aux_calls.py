@@ -182,6 +182,7 @@ def replay_ctx_llm_plugin(config, nocache, tmp_path):
     plugin.mkdir(parents=True)
     (plugin / "plugin.yaml").write_text("name: Context LLM plugin\nversion: '1.0'\n", encoding="utf-8")
     config["plugins"]["entries"] = {"ctx-llm-plugin": {"llm": {"allow_model_override": True}}}
+    config["plugins"]["enabled"] = ["ctx-llm-plugin"]  # Hermes loads only enabled plugins
     (plugin / "__init__.py").write_text(_CTX_LLM_PLUGIN, encoding="utf-8")
     loaded = load_engine("ctx_llm_engine", config, [tmp_path / "plugins"])
     try:

@@ -311,6 +311,34 @@ def flag_unprefixed_summaries(messages: list[dict[str, Any]]) -> None:
             if any(sigs[k + 1:k + 1 + t] == sigs[k - t:k] for t in range(span, 0, -1)):
                 flag(msg, compaction_summary=True)
         seen.add(sig)
+    _flag_last_batch_summary(messages, sigs)
+
+
+# Rows one archive_and_compact call inserts carry timestamps microseconds apart; rows the agent
+# appends later come after a provider call.
+_BATCH_SECONDS = 0.05
+
+
+def _flag_last_batch_summary(messages: list[dict[str, Any]], sigs: list[tuple[Any, ...]]) -> None:
+    """The last in-place compaction's summary when no copies follow it (a turn-start compaction keeps
+    only the turn's new user message): the first row of the active list written after the archived
+    rows that repeats none of them, provided another row of the same write follows it (so a
+    truncating engine's new user message is never taken for a summary)."""
+    archived = [k for k, m in enumerate(messages) if flags_of(m).get("archived")]
+    if not archived or archived[-1] + 1 >= len(messages):
+        return
+    before = set(sigs[:archived[-1] + 1])
+    k = archived[-1] + 1
+    while k < len(messages) and sigs[k] in before:  # head copies
+        k += 1
+    if k + 1 >= len(messages) or flags_of(messages[k]).get("compaction_summary"):
+        return
+    msg, nxt = messages[k], messages[k + 1]
+    first = msg.get("x_timestamp")
+    then = nxt.get("x_timestamp")
+    if (msg.get("role") in ("user", "assistant") and isinstance(first, int | float) and isinstance(then, int | float)
+            and 0 <= then - first <= _BATCH_SECONDS and not msg.get("tool_calls")):
+        flag(msg, compaction_summary=True)
 
 
 def _build(db: _Db, chain: list[str]) -> Session:
