@@ -46,8 +46,10 @@ def test_a_fifo_is_refused_at_once_instead_of_blocking(cli, tmp_path):
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "/dev/null"])
 def test_a_character_device_is_refused_before_it_is_read(cli, device):
-    if not os.path.exists(device):
-        pytest.skip(f"{device} does not exist here")
+    import stat
+
+    if not os.path.exists(device) or not stat.S_ISCHR(os.stat(device).st_mode):
+        pytest.skip(f"{device} is not a character device on this machine")
     r = cli("sessions", device, timeout=20)
     assert r.code == 2 and "character device" in r.one_line_error(device)
     assert r.peak_mib < 300
