@@ -100,11 +100,21 @@ def read_head(path: str | os.PathLike[str], size: int) -> bytes:
 def read_capped(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
     """All bytes of a regular file; :class:`InputRefused` when it holds more than ``limit``."""
     limit = max_input_bytes() if limit is None else limit
+    too_large = InputRefused(f"is larger than {limit // MIB:,} MiB (INSPECTOR_MAX_INPUT_MIB); not read")
     with open_regular(path) as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise InputRefused(f"is larger than {limit // MIB:,} MiB (INSPECTOR_MAX_INPUT_MIB); not read")
-    return data
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            raise too_large
+        # The size it says, plus whatever was appended since (or all of a /proc file, which says 0);
+        # never read(limit + 1), which would set aside the whole limit in memory first.
+        pieces = [fh.read(size + 1)]
+        total = len(pieces[0])
+        while pieces[-1] and total <= limit:
+            pieces.append(fh.read(min(16 * MIB, limit + 1 - total)))
+            total += len(pieces[-1])
+    if total > limit:
+        raise too_large
+    return pieces[0] if len(pieces) <= 2 and not pieces[-1] else b"".join(pieces)
 
 
 def read_input(path: str | os.PathLike[str], limit: int | None = None) -> tuple[bytes, bool, bool]:

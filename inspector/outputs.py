@@ -96,7 +96,6 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str | Iterable[str]
     the mode of the file it replaces, else ``mode`` (0644 unless given).
     """
     import secrets as _random
-    import zlib
 
     target = Path(path)
     pieces: Iterable[bytes | str] = [data] if isinstance(data, (bytes, bytearray, str)) else data
@@ -125,12 +124,11 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str | Iterable[str]
 
     try:
         try:
-            squeeze = zlib.compressobj(6, zlib.DEFLATED, 31) if compress else None
-            for piece in pieces:
-                raw = mask(piece).encode("utf-8", "surrogatepass") if isinstance(piece, str) else bytes(piece)
-                put(squeeze.compress(raw) if squeeze is not None else raw)
-            if squeeze is not None:
-                put(squeeze.flush())
+            if compress:
+                _write_compressed(pieces, mask, put)
+            else:
+                for piece in pieces:
+                    put(mask(piece).encode("utf-8", "surrogatepass") if isinstance(piece, str) else bytes(piece))
             os.fsync(fd)
             try:
                 keep = os.stat(target).st_mode & 0o777
@@ -147,3 +145,29 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str | Iterable[str]
             pass
         raise
     return target
+
+
+# zlib level 3: a saved trace of a 150 MB session compresses in 2.2 s of CPU instead of 5.7 (level 6)
+# for a file 17 % larger (41.5 MB instead of 35.4; level 1: 1.3 s, 47 MB), measured with
+# ``inspector.bench.large_session``.
+GZIP_LEVEL = 3
+
+
+def _write_compressed(pieces: Iterable[bytes | str], mask: Callable[[str], str], put: Callable[[bytes], None]) -> None:
+    """Gzip ``pieces`` through ``put``, compressing each on a second thread while the next one is
+    made (zlib lets go of the interpreter lock, so a JSON encoder producing the pieces and the
+    compressor run on two cores). Order is kept: one piece is compressed at a time."""
+    import zlib
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    squeeze = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="inspector-gzip") as pool:
+        pending: Future[None] | None = None
+        for piece in pieces:
+            raw = mask(piece).encode("utf-8", "surrogatepass") if isinstance(piece, str) else bytes(piece)
+            if pending is not None:
+                pending.result()
+            pending = pool.submit(lambda data=raw: put(squeeze.compress(data)))
+        if pending is not None:
+            pending.result()
+    put(squeeze.flush())

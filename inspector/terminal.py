@@ -28,8 +28,9 @@ _UNSAFE_IN_LINES = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e
 
 
 def printable_lines(text: str) -> str:
-    """:func:`printable`, keeping line breaks and tabs."""
-    return _UNSAFE_IN_LINES.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    """:func:`printable`, keeping line breaks and tabs, and writing every escape as ``\\uXXXX``:
+    that is also how JSON escapes a character, so ``--json`` shown on a terminal stays JSON."""
+    return _UNSAFE_IN_LINES.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 class SafeStream:

@@ -45,3 +45,21 @@ def test_readers_refuse_bombs_with_a_clear_error(tmp_path: Path, monkeypatch) ->
         load_session(str(path))
     with pytest.raises(trace_io.TraceCorruptError, match="inflates to more than 1 MiB"):
         trace_io.load_trace(path)
+
+
+def test_inflation_goes_in_chunks_that_a_check_can_stop(monkeypatch) -> None:
+    import inspector.gunzip as gz
+
+    monkeypatch.setattr(gz, "CHUNK", 1024**2)
+    seen: list[int] = []
+
+    def check(chunk: bytes) -> None:
+        seen.append(len(chunk))
+        if sum(seen) > 3 * 1024**2:
+            raise ValueError("enough")
+
+    with pytest.raises(ValueError, match="enough"):
+        gunzip(_bomb(32 * 1024**2), 64 * 1024**2, check)
+    assert max(seen) <= 1024**2 and sum(seen) <= 4 * 1024**2  # stopped long before the 32 MB were inflated
+    whole, complete = gunzip(_bomb(3 * 1024**2 + 5), 64 * 1024**2)
+    assert complete and whole == b"0" * (3 * 1024**2 + 5)

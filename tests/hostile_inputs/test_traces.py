@@ -67,3 +67,11 @@ def test_a_fifo_named_as_a_trace_is_refused(cli, tmp_path: Path):
     os.mkfifo(fifo)
     r = cli("replay", str(fifo), "--quiet", timeout=20)
     assert r.code == 2 and "named pipe" in r.one_line_error(str(fifo))
+
+
+def test_a_deeply_nested_trace_is_one_line(cli, tmp_path):
+    src = tmp_path / "deep.json"
+    src.write_text('{"format": "context-inspector-trace", "version": 1, "meta": ' + "[" * 100_000 + "]" * 100_000 + "}",
+                   encoding="utf-8")
+    r = cli("replay", str(src), "--quiet", inputs=(src,))
+    assert r.code == 2 and "nested too deeply" in r.one_line_error(str(src))

@@ -46,8 +46,10 @@ def test_a_fifo_is_refused_at_once_instead_of_blocking(cli, tmp_path):
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "/dev/null"])
 def test_a_character_device_is_refused_before_it_is_read(cli, device):
-    if not os.path.exists(device):
-        pytest.skip(f"{device} does not exist here")
+    import stat
+
+    if not os.path.exists(device) or not stat.S_ISCHR(os.stat(device).st_mode):
+        pytest.skip(f"{device} is not a character device on this machine")
     r = cli("sessions", device, timeout=20)
     assert r.code == 2 and "character device" in r.one_line_error(device)
     assert r.peak_mib < 300
@@ -122,4 +124,19 @@ def test_escape_sequences_in_a_reader_error_reach_the_terminal_as_text(cli, tmp_
     r = cli("replay", str(src), "--quiet", inputs=(src,))
     line = r.one_line_error(str(src))
     assert r.code == 2 and "\x1b" not in r.err and "\x07" not in r.err and "\u202e" not in r.err
-    assert "\\x1b]0;owned" in line
+    assert "\\x1b]0;owned" in line or "\\u001b]0;owned" in line
+
+
+def test_escape_sequences_in_the_model_note_and_fault_lines_reach_the_terminal_as_text(cli, tmp_path):
+    base = {"sessionId": "s", "cwd": "/w", "version": "2.1.38"}
+    rows = [{**base, "type": "user", "uuid": "u1", "parentUuid": None, "timestamp": "2026-01-01T00:00:00Z",
+             "message": {"role": "user", "content": "hi"}},
+            {**base, "type": "assistant", "uuid": "u2", "parentUuid": "u1", "timestamp": "2026-01-01T00:00:01Z",
+             "message": {"model": "m\x1b]0;owned\x07\x1b[2J\u202e", "role": "assistant",
+                         "content": [{"type": "text", "text": "yo"}], "usage": {"input_tokens": 5, "output_tokens": 2}}}]
+    src = tmp_path / "evil.jsonl"
+    src.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    r = cli("replay", str(src), "--quiet", inputs=(src,))
+    assert r.code == 0 and "note: the transcript's model" in r.err
+    for raw in ("\x1b", "\x07", "\u202e"):
+        assert raw not in r.err
