@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from inspector.outputs import is_html_report, is_image, is_saved_file
 from inspector.trace.model import Mark, Trace
-from inspector.ui import dialogs, loaders, theme
+from inspector.ui import dialogs, layout, loaders, theme
 from inspector.ui.compare import CompareRequest, CompareRunner, CompareView, ask_specs
 from inspector.ui.cursor import Cursor
 from inspector.ui.panels import PANEL_CLASSES, Panel
@@ -53,7 +53,7 @@ from inspector.ui.replay import (
     run_replay,
 )
 
-LAYOUT_VERSION = 3
+LAYOUT_VERSION = 4
 MAX_RECENT = 10
 ORG = "ContextEngineInspector"
 APP = "Context Engine Inspector"
@@ -169,6 +169,10 @@ class _ScrollingDock(QScrollArea):
         return super().eventFilter(watched, event)
 
 
+# The panels the default layout places itself; any other panel goes where it declares (Panel.area).
+_ARRANGED = frozenset({"events", "bookmarks", "timeline", "counters", "compression", "diff", "request", "cache",
+                       "engine"})
+
 # Saved traces larger than this are read on a worker thread (a 2,000-turn trace is a few MB).
 ASYNC_LOAD_BYTES = 4 * 1024 * 1024
 
@@ -236,6 +240,7 @@ class MainWindow(QMainWindow):
         self.ask_comparison_path: Callable[[str], str | None] = self._ask_comparison_path
         self.ask_html_path: Callable[[str], str | None] = self._ask_html_path
         self.ask_unsaved: Callable[[], str] = self._ask_unsaved  # "save", "discard" or "cancel"
+        self.ask_unsaved_chat: Callable[[], str] = self._ask_unsaved_chat  # the same answers, for a live chat
 
         # Everything is a dock; the central widget stays hidden so the docks share the window.
         self.message_bar = MessageBar()
@@ -256,11 +261,14 @@ class MainWindow(QMainWindow):
                 | QDockWidget.DockWidgetFeature.DockWidgetClosable
             )
             panel.jump_requested.connect(self.cursor.set)
+            panel.run_jump_requested.connect(self.jump_to_run)
             self.panels[cls.panel_id] = panel
             self.docks[cls.panel_id] = dock
         self.panels["bookmarks"].delete_requested.connect(self.delete_bookmark)  # type: ignore[attr-defined]
         self._link_x_views()
         self._build_tool_docks(list(engines or []))
+        self.compact = False
+        self.dock_hold = layout.SideDockHold(self, self.docks)
 
         self.replay_runner = ReplayRunner(self)
         self.replay_runner.progress.connect(self._replay_progress)
@@ -419,13 +427,20 @@ class MainWindow(QMainWindow):
         L, T, B = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.TopDockWidgetArea,
                    Qt.DockWidgetArea.BottomDockWidgetArea)
         H, V = Qt.Orientation.Horizontal, Qt.Orientation.Vertical
+        compact = self.compact and tabbed
         self.addDockWidget(L, d["events"])
         self.addDockWidget(L, d["bookmarks"])
-        self.splitDockWidget(d["events"], d["bookmarks"], V)
+        if compact:  # a small screen: the bookmarks a tab behind the events, the counters one below
+            self.tabifyDockWidget(d["events"], d["bookmarks"])
+        else:
+            self.splitDockWidget(d["events"], d["bookmarks"], V)
         self.addDockWidget(T, d["timeline"])
-        self.splitDockWidget(d["timeline"], d["counters"], H)
+        if not compact:
+            self.splitDockWidget(d["timeline"], d["counters"], H)
         self.splitDockWidget(d["timeline"], d["compression"], V)
         self.addDockWidget(B, d["diff"])
+        if compact:
+            self.tabifyDockWidget(d["diff"], d["counters"])
         if tabbed:
             for name in ("request", "cache", "engine"):
                 self.tabifyDockWidget(d["diff"], d[name])
@@ -433,6 +448,15 @@ class MainWindow(QMainWindow):
             self.splitDockWidget(d["diff"], d["request"], H)
             self.splitDockWidget(d["request"], d["cache"], H)
             self.splitDockWidget(d["counters"], d["engine"], V)
+        # every other panel where it says it goes: a tab beside another panel, or its own area
+        for panel_id, dock in d.items():
+            if panel_id in _ARRANGED:
+                continue
+            cls = type(self.panels[panel_id])
+            if cls.tab_with in d and cls.tab_with != panel_id:
+                self.tabifyDockWidget(d[cls.tab_with], dock)
+            else:
+                self.addDockWidget(cls.area, dock)
         # tool docks join the bottom tab group: shown, they are one more tab; hidden, they take no room
         for key in ("runs", "chat", "follow", "doctor"):
             self.tabifyDockWidget(d["diff"], tools[key])
@@ -442,24 +466,47 @@ class MainWindow(QMainWindow):
         for key in ("chat", "follow", "doctor"):  # sources and tools: View menu, Live menu, Engine panel
             tools[key].setVisible(key in opened)
         (tools["runs"] if self.comparison is not None else d["diff"]).raise_()
+        if compact:
+            d["events"].raise_()
         self._apply_default_sizes()
         # Dock sizes only stick once the new arrangement has been laid out; apply them again then.
         QTimer.singleShot(0, self._apply_default_sizes)
 
     def _apply_default_sizes(self) -> None:
+        """The preset's proportions for the current window size; the plots get what is left."""
         d = self.docks
         H, V = Qt.Orientation.Horizontal, Qt.Orientation.Vertical
         width = max(900, self.width())
-        height = max(600, self.height())
+        height = max(560, self.height())
+        preset = layout.preset_for(self.width(), self.height())
+        bottom = preset.bottom_height
         self.resizeDocks([d["events"], d["bookmarks"]], [int(height * 0.8), int(height * 0.15)], V)
-        self.resizeDocks([d["events"], d["timeline"], d["counters"]],
-                         [int(width * 0.27), int(width * 0.5), int(width * 0.21)], H)
-        self.resizeDocks([d["timeline"], d["compression"]], [int(height * 0.3), int(height * 0.12)], V)
-        self.resizeDocks([d["timeline"], d["diff"]], [int(height * 0.42), int(height * 0.5)], V)
+        side = [d["events"], d["timeline"]] + ([d["counters"]] if not self.compact else [])
+        counters = preset.counters_width or 0.22
+        fractions = [preset.events_width, 1 - preset.events_width - counters, counters]
+        self.resizeDocks(side, [int(width * f) for f in fractions[:len(side)]], H)
+        self.resizeDocks([d["timeline"], d["compression"]], [int(height * 0.3), int(height * 0.13)], V)
+        self.resizeDocks([d["timeline"], d["diff"]], [int(height * (0.92 - bottom)), int(height * bottom)], V)
         if not self.tabifiedDockWidgets(d["diff"]):  # tiled: share the bottom row
             third = int(width * 0.72 / 3)
             self.resizeDocks([d["events"], d["diff"], d["request"], d["cache"]],
                              [int(width * 0.25), third, third, third], H)
+        self.dock_hold.remember()
+
+    def apply_preset(self, key: str) -> None:
+        """Size the window for a screen (View → Layout for…) and arrange the docks for it."""
+        preset = layout.PRESETS[key]
+        if not (self.isMaximized() or self.isFullScreen()):
+            self.resize(*preset.size)
+        self.set_compact(preset.compact)
+
+    def set_compact(self, on: bool) -> None:
+        """Compact mode: bookmarks behind the events, counters with the detail tabs (small screens)."""
+        self.compact = bool(on)
+        action = self.act.get("compact")
+        if action is not None and action.isChecked() != self.compact:
+            action.setChecked(self.compact)
+        self.reset_layout()
 
     def save_layout(self) -> None:
         self.settings.setValue("window/geometry", self.saveGeometry())
@@ -507,12 +554,12 @@ class MainWindow(QMainWindow):
             "next": self._action("Next event", lambda: nav(lambda: c.step(1), "last event"), "Right"),
             "prev_turn": self._action("Previous turn", lambda: nav(c.prev_turn, "no earlier turn"), "Shift+Left"),
             "next_turn": self._action("Next turn", lambda: nav(c.next_turn, "no later turn"), "Shift+Right"),
-            "prev_compress": self._action("Previous compression", lambda: nav(c.prev_compression, "no earlier compression"), "Ctrl+Left"),
-            "next_compress": self._action("Next compression", lambda: nav(c.next_compression, "no later compression"), "Ctrl+Right"),
-            "next_miss": self._action("Next cache miss", lambda: nav(c.next_cache_miss, "no later cache miss"), "F3"),
-            "prev_miss": self._action("Previous cache miss", lambda: nav(c.prev_cache_miss, "no earlier cache miss"), "Shift+F3"),
-            "next_fault": self._action("Next fault", lambda: nav(c.next_fault, "no later fault"), "F4"),
-            "prev_fault": self._action("Previous fault", lambda: nav(c.prev_fault, "no earlier fault"), "Shift+F4"),
+            "prev_compress": self._action("Previous compression", lambda: nav(self._across("compress", False, c.prev_compression), "no earlier compression"), "Ctrl+Left"),
+            "next_compress": self._action("Next compression", lambda: nav(self._across("compress", True, c.next_compression), "no later compression"), "Ctrl+Right"),
+            "next_miss": self._action("Next cache miss", lambda: nav(self._across("miss", True, c.next_cache_miss), "no later cache miss"), "F3"),
+            "prev_miss": self._action("Previous cache miss", lambda: nav(self._across("miss", False, c.prev_cache_miss), "no earlier cache miss"), "Shift+F3"),
+            "next_fault": self._action("Next fault", lambda: nav(self._across("fault", True, c.next_fault), "no later fault"), "F4"),
+            "prev_fault": self._action("Previous fault", lambda: nav(self._across("fault", False, c.prev_fault), "no earlier fault"), "Shift+F4"),
             "next_mark": self._action("Next bookmark", lambda: nav(c.next_bookmark, "no later bookmark"), "F2"),
             "prev_mark": self._action("Previous bookmark", lambda: nav(c.prev_bookmark, "no earlier bookmark"), "Shift+F2"),
             "home": self._action("First event", lambda: nav(c.home, "first event"), "Home"),
@@ -536,6 +583,10 @@ class MainWindow(QMainWindow):
             "reset_zoom": self._action("Reset &zoom", self.reset_zoom, "Ctrl+0",
                                        "Show every request again after zooming or panning a plot"),
             "reset_layout": self._action("Reset layout", self.reset_layout),
+            "preset_small": self._action("Layout for 1024 × 640 (compact)", lambda: self.apply_preset("1024x640")),
+            "preset_medium": self._action("Layout for 1280 × 800", lambda: self.apply_preset("1280x800")),
+            "compact": self._action("Compact mode", lambda: self.set_compact(not self.compact), None,
+                                    "Bookmarks behind the events and the counters with the detail tabs"),
             "tile": self._action("Show all panels (tiled)", self.tile_all),
             "about": self._action("About", self._about),
         }
@@ -578,6 +629,9 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         view_menu.addAction(self.act["reset_zoom"])
         view_menu.addAction(self.act["reset_layout"])
+        self.act["compact"].setCheckable(True)
+        for name in ("preset_small", "preset_medium", "compact"):
+            view_menu.addAction(self.act[name])
         view_menu.addAction(self.act["tile"])
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(self.act["about"])
@@ -690,6 +744,33 @@ class MainWindow(QMainWindow):
             bar.clearMessage()  # "No later turn" must not outlive a move that worked
         self._nav_notice = nothing.capitalize()
 
+    def _across(self, what: str, forward: bool, single: Callable[[], bool]) -> Callable[[], bool]:
+        """A navigation that, in a comparison, visits ``what`` in every run (switching the run the
+        cursor follows to the one that has it), and in one trace is ``single``."""
+
+        def move() -> bool:
+            view = self.compare_view
+            if view is None:
+                return single()
+            found = view.step_all(what, self.cursor.index, forward)
+            return found is not None and self.jump_to_run(*found)
+
+        return move
+
+    def jump_to_run(self, run: int, event: int) -> bool:
+        """Put the cursor on ``event`` of run ``run`` of the comparison (that run becomes the primary)."""
+        view = self.compare_view
+        if view is None:
+            return self.cursor.set(event)
+        if run not in view.runs:
+            return False
+        if run == view.primary:
+            return self.cursor.set(event)
+        view.primary = run
+        self.cursor.set_trace(view.primary_trace, event)
+        self._update_title()
+        return True
+
     def _focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
         widget = new
         while widget is not None:
@@ -766,9 +847,18 @@ class MainWindow(QMainWindow):
 
     # -- opening ---------------------------------------------------------------------------------------
     def _ask_open_path(self) -> str | None:
-        start = str(Path(self.source_path).parent) if self.source_path else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Open session, state.db or trace", start, OPEN_FILTER)
-        return path or None
+        start = str(Path(self.source_path.split("#")[0]).parent) if self.source_path else ""
+        dialog = QFileDialog(self, "Open session, state.db or trace", start, OPEN_FILTER)
+        # any name: ``FILE#3`` (session 3 of a trajectory file or a state.db) is not a file name the
+        # dialog could find, but open_path reads it as on the command line
+        dialog.setFileMode(QFileDialog.FileMode.AnyFile)
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
+        try:
+            if dialog.exec() != QFileDialog.DialogCode.Accepted or not dialog.selectedFiles():
+                return None
+            return dialog.selectedFiles()[0] or None
+        finally:
+            dialog.deleteLater()
 
     def open_dialog(self) -> None:
         path = self.ask_open_path()
@@ -818,14 +908,15 @@ class MainWindow(QMainWindow):
             else:
                 spec = path
                 db_path, sid = loaders.split_spec(path)
-                if kind == loaders.KIND_DB and sid is None:
-                    summaries = loaders.list_db_sessions(db_path)
-                    if not summaries:
+                if sid is None:  # a source with several sessions (state.db, trajectory file): ask which
+                    summaries = loaders.list_many_sessions(db_path)
+                    if kind == loaders.KIND_DB and not summaries:
                         raise loaders.OpenError(f"{db_path}: no sessions in this database")
-                    sid = self.pick_session(summaries, db_path)
-                    if sid is None:
-                        return False
-                    spec = f"{db_path}#{sid}"
+                    if summaries:
+                        sid = self.pick_session(summaries, db_path)
+                        if sid is None:
+                            return False
+                        spec = f"{db_path}#{sid}"
                 session = loaders.load_session_file(spec)
                 self._stop_background_jobs()
                 self.session = session
@@ -1201,6 +1292,8 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # noqa: BLE001
             self.show_message(f"Could not read the config: {exc}")
             return False
+        if not self.keep_live_chat():
+            return False
         if not self.chat_panel.reset(5_000):
             self.show_message("The chat is still waiting for a reply; cancel it first.", "warning")
             return False
@@ -1381,12 +1474,36 @@ class MainWindow(QMainWindow):
         return {QMessageBox.StandardButton.Save: "save", QMessageBox.StandardButton.Discard: "discard"}.get(
             QMessageBox.StandardButton(answer), "cancel")
 
+    def _ask_unsaved_chat(self) -> str:
+        box = QMessageBox(QMessageBox.Icon.Question, APP, "The live chat is not saved.", parent=self)
+        box.setInformativeText("Save its transcript (OpenAI JSONL) before it is discarded?")
+        box.setStandardButtons(QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                               | QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(QMessageBox.StandardButton.Save)
+        answer = box.exec()
+        return {QMessageBox.StandardButton.Save: "save", QMessageBox.StandardButton.Discard: "discard"}.get(
+            QMessageBox.StandardButton(answer), "cancel")
+
+    def keep_live_chat(self) -> bool:
+        """Before a live chat is discarded (quit, new chat): ask to save it. True when it may go."""
+        if not self.chat_panel.unsaved or self.chat_panel.session is None:
+            return True
+        choice = self.ask_unsaved_chat()
+        if choice == "cancel":
+            return False
+        if choice == "save":  # a reply still streaming: the panel says to wait, and nothing is lost
+            return self.chat_panel.save_transcript() is not None
+        return True
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
         if self.modified and self.trace is not None:
             choice = self.ask_unsaved()
             if choice == "cancel" or (choice == "save" and not self.save()):
                 event.ignore()
                 return
+        if not self.keep_live_chat():
+            event.ignore()
+            return
         self.replay_runner.wait(10_000)
         self.compare_runner.wait(10_000)
         self.load_runner.wait(10_000)
