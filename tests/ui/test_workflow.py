@@ -1,0 +1,107 @@
+"""Workflow: a session picker for every multi-session source, FILE#N from File → Open, and a save
+prompt before a live chat is discarded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtWidgets import QApplication
+
+
+def _trajectory(path: Path, n: int = 3) -> Path:
+    """A Hermes/ShareGPT trajectory file: one conversation per line."""
+    lines = []
+    for i in range(n):
+        lines.append(json.dumps({"conversations": [
+            {"from": "system", "value": "You are a helpful agent."},
+            {"from": "human", "value": f"Question number {i}: what is {i} + {i}?"},
+            {"from": "gpt", "value": f"It is {2 * i}."},
+        ]}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_trajectory_file_asks_which_session_to_open(window, tmp_path: Path) -> None:
+    path = _trajectory(tmp_path / "runs.jsonl")
+    asked: list[tuple[int, str]] = []
+
+    def pick(summaries: list[Any], source: str) -> str:
+        asked.append((len(summaries), source))
+        return str(summaries[2].id)
+
+    window.pick_session = pick
+    assert window.open_path(str(path), sync_replay=True)
+    assert asked == [(3, str(path))], "the picker lists every conversation of the file"
+    assert window.source_path == f"{path}#3"
+    assert "Question number 2" in json.dumps(window.trace.store.messages, ensure_ascii=False)
+
+
+def test_cancelling_the_picker_opens_nothing(window, tmp_path: Path) -> None:
+    path = _trajectory(tmp_path / "runs.jsonl")
+    window.pick_session = lambda summaries, source: None
+    assert not window.open_path(str(path), sync_replay=True)
+    assert window.trace is None
+
+
+def test_file_open_accepts_a_session_spec(window, tmp_path: Path) -> None:
+    path = _trajectory(tmp_path / "runs.jsonl")
+    window.pick_session = lambda summaries, source: (_ for _ in ()).throw(AssertionError("no question: #2 says which"))
+    window.ask_open_path = lambda: f"{path}#2"
+    window.open_dialog()
+    QApplication.processEvents()
+    window.replay_runner.wait(20_000)
+    QApplication.processEvents()
+    assert window.source_path == f"{path}#2", window.message_bar.text()
+
+
+def test_a_single_session_transcript_opens_without_a_question(window, tmp_path: Path) -> None:
+    path = _trajectory(tmp_path / "one.jsonl", n=1)
+    window.pick_session = lambda summaries, source: (_ for _ in ()).throw(AssertionError("asked for one session"))
+    assert window.open_path(str(path), sync_replay=True)
+    assert window.trace is not None
+
+
+class _FakeChatSession:
+    def __init__(self) -> None:
+        self.saved: list[str] = []
+        self.settings = None
+
+    def save_transcript(self, path: str) -> str:
+        self.saved.append(path)
+        Path(path).write_text("{}\n", encoding="utf-8")
+        return path
+
+    def close(self) -> None:
+        pass
+
+
+def test_quitting_during_a_live_chat_asks_to_save_it(make_window, tmp_path: Path, monkeypatch) -> None:
+    w = make_window()
+    chat = w.chat_panel
+    session = _FakeChatSession()
+    chat.set_session(session)
+    chat.unsaved = True  # a message was sent in this chat
+    answers = iter(["cancel", "save"])
+    asked: list[str] = []
+
+    def ask() -> str:
+        asked.append("asked")
+        return next(answers)
+
+    w.ask_unsaved_chat = ask
+    target = tmp_path / "chat.jsonl"
+    monkeypatch.setattr("inspector.ui.panels.chat.QFileDialog.getSaveFileName", lambda *a, **k: (str(target), ""))
+    assert not w.close(), "Cancel keeps the window open"
+    assert w.isVisible() and not session.saved
+    assert w.close(), "Save writes the transcript, then the window closes"
+    assert session.saved == [str(target)] and target.exists()
+    assert asked == ["asked", "asked"]
+
+
+def test_a_saved_or_empty_chat_closes_without_a_question(make_window) -> None:
+    w = make_window()
+    w.ask_unsaved_chat = lambda: (_ for _ in ()).throw(AssertionError("nothing to save"))
+    w.chat_panel.set_session(_FakeChatSession())
+    assert w.close()
