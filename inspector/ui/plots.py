@@ -385,6 +385,8 @@ def gate_points(plot: pg.PlotItem, x: np.ndarray, y: np.ndarray, fired: np.ndarr
         item = pg.ScatterPlotItem(x[mask], y[mask], symbol=symbol, size=size, pen=pg.mkPen(colour, width=1),
                                   brush=pg.mkBrush(brush) if brush else pg.mkBrush(0, 0, 0, 0),
                                   name=html.escape(f"{name} · {label}" if name else label) if legend else None)
+        # drawn once into a pixmap: the cursor line moves over the points on every step
+        item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         plot.addItem(item)
         items.append(item)
     return items

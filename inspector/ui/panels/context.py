@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 from inspector.trace.model import Trace
 from inspector.ui import theme
 from inspector.ui.compare import CompareAware
-from inspector.ui.composition import FREE, PARTS, RESERVE, Composition, composition
+from inspector.ui.composition import FREE, PARTS, RESERVE, Composition, composition, request_for_cursor
 from inspector.ui.cursor import Cursor
 from inspector.ui.panels.base import Panel
 
@@ -108,6 +108,7 @@ class ContextPanel(CompareAware, Panel):
         layout.addLayout(self.bars_box)
         layout.addWidget(self.table, 1)
         self._runs: list[tuple[str, Trace]] = []
+        self._memo: dict[tuple[int, int | None, bool], Composition | None] = {}
 
     def _set_columns(self, labels: list[str]) -> None:
         while len(self.bars) < len(labels):
@@ -125,6 +126,7 @@ class ContextPanel(CompareAware, Panel):
                 self.table.setItem(row, col, item)
 
     def render_trace(self, trace: Trace | None) -> None:
+        self._memo.clear()
         if self.compare is not None and trace is not None:
             view = self.compare
             self._runs = [(view.label(r), view.trace(r)) for r in view.runs if view.trace(r) is not None]  # type: ignore[misc]
@@ -142,7 +144,7 @@ class ContextPanel(CompareAware, Panel):
         where = ""
         for col, (run, (label, run_trace)) in enumerate(zip(runs, self._runs)):
             event = events.get(run)
-            comp = composition(run_trace, event) if event is not None else None
+            comp = self._composition(run_trace, event) if event is not None else None
             if col == 0 or (self.compare is not None and run == self.compare.primary):
                 where = ("Before the first provider request" if comp is None else
                          f"Request #{comp.request}" + (" (being prepared at this event)" if comp.prepared else "")
@@ -153,6 +155,16 @@ class ContextPanel(CompareAware, Panel):
                 + (f" · threshold {comp.threshold:,}" if comp.threshold else ""))
             self.bars[col].set_composition(comp, caption)
         self.where.setText(where)
+
+    def _composition(self, trace: Trace, k: int) -> Composition | None:
+        """Memoised per request: stepping through one request's hooks costs a dict lookup."""
+        req, prepared = request_for_cursor(trace, k)
+        key = (id(trace), None if req is None else req.index, prepared)
+        if key not in self._memo:
+            if len(self._memo) > 512:
+                self._memo.clear()
+            self._memo[key] = composition(trace, k)
+        return self._memo[key]
 
     def _fill(self, col: int, comp: Composition | None) -> None:
         values: dict[str, str] = {}

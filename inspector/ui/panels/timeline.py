@@ -16,7 +16,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
 from inspector.trace.model import Trace
 from inspector.ui import plots, theme
@@ -115,6 +115,7 @@ class TimelinePanel(CompareAware, Panel):
         if over.any():
             item = pg.ScatterPlotItem(fig.x[over], sent[over], symbol="x", size=11, pen=pg.mkPen(theme.FAULT, width=2),
                                       brush=pg.mkBrush(theme.FAULT), name="over the window")
+            item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
             self.plot.addItem(item)
             self.gate_items.append(item)
         self.legend.clear()
