@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 from inspector.outputs import is_html_report, is_image, is_saved_file
 from inspector.trace.model import Mark, Trace
 from inspector.ui import dialogs, layout, loaders, theme
+from inspector.ui import settings as settings_dialog
 from inspector.ui.compare import CompareRequest, CompareRunner, CompareView, ask_specs
 from inspector.ui.cursor import Cursor
 from inspector.ui.panels import PANEL_CLASSES, Panel
@@ -241,6 +242,9 @@ class MainWindow(QMainWindow):
         self.ask_html_path: Callable[[str], str | None] = self._ask_html_path
         self.ask_unsaved: Callable[[], str] = self._ask_unsaved  # "save", "discard" or "cancel"
         self.ask_unsaved_chat: Callable[[], str] = self._ask_unsaved_chat  # the same answers, for a live chat
+        self.ask_settings: Callable[[dict[str, Any]], dict[str, Any] | None] = (
+            lambda values: settings_dialog.ask_settings(self, values, self._engine_names()))
+        self.ask_settings_path: Callable[[str], str | None] = self._ask_settings_path
 
         # Everything is a dock; the central widget stays hidden so the docks share the window.
         self.message_bar = MessageBar()
@@ -549,6 +553,8 @@ class MainWindow(QMainWindow):
             "save": self._action("&Save trace", self.save, QKeySequence.StandardKey.Save, "Save the trace (with bookmarks and notes)"),
             "save_as": self._action("Save trace &as…", self.save_as, "Ctrl+Shift+S"),
             "export": self._action("&Export current panel as PNG…", self.export_dialog, "Ctrl+E"),
+            "settings": self._action("Se&ttings…", self.settings_dialog, "Ctrl+,",
+                                     "Threshold, context length, model, live endpoint, cache profile, engine keys"),
             "quit": self._action("&Quit", self.close, QKeySequence.StandardKey.Quit),
             "prev": self._action("Previous event", lambda: nav(lambda: c.step(-1), "first event"), "Left"),
             "next": self._action("Next event", lambda: nav(lambda: c.step(1), "last event"), "Right"),
@@ -604,6 +610,8 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         for name in ("save_comparison", "export_html"):
             file_menu.addAction(self.act[name])
+        file_menu.addSeparator()
+        file_menu.addAction(self.act["settings"])
         file_menu.addSeparator()
         file_menu.addAction(self.act["quit"])
         nav_menu = bar.addMenu("&Navigate")
@@ -1473,6 +1481,47 @@ class MainWindow(QMainWindow):
         answer = box.exec()
         return {QMessageBox.StandardButton.Save: "save", QMessageBox.StandardButton.Discard: "discard"}.get(
             QMessageBox.StandardButton(answer), "cancel")
+
+    # -- settings --------------------------------------------------------------------------------------
+    def _engine_names(self) -> list[str]:
+        combo = self.replay_bar.engine_combo
+        return [combo.itemText(i) for i in range(combo.count())]
+
+    def _ask_settings_path(self, suggestion: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save settings as a config file", suggestion,
+                                              "YAML (*.yaml *.yml);;All files (*)")
+        return path or None
+
+    def settings_dialog(self) -> bool:
+        """Edit threshold, window, model, live endpoint, cache profile and the engine's keys; save
+        them as a config file the replay bar (and ``--config``) then uses. True when saved."""
+        source = self.replay_bar.config_path
+        try:
+            values = settings_dialog.current_values(source)
+            data = settings_dialog.read_file_data(source)
+        except Exception as exc:  # noqa: BLE001 - a broken config: say so, change nothing
+            self.show_message(f"Could not read the config {source}: {exc}")
+            return False
+        edited = self.ask_settings(values)
+        if edited is None:
+            return False
+        path = self.ask_settings_path(settings_dialog.suggested_path(source))
+        if not path:
+            return False
+        inputs = [p for p in (source, self.source_path) if p]
+        if source and os.path.abspath(path) == os.path.abspath(source) and settings_dialog.is_settings_file(
+                Path(source).read_bytes()[:200]):
+            inputs = [p for p in inputs if p != source]  # a settings file this dialog wrote may be saved again
+        try:
+            settings_dialog.write_settings(path, settings_dialog.apply_values(data, edited, values), inputs=inputs,
+                                           keys=list(edited))
+        except Exception as exc:  # noqa: BLE001 - refused path, invalid value, disk full
+            self.show_message(f"Settings not saved: {exc}")
+            return False
+        self.replay_bar.set_config(path)
+        self.show_message(f"Settings saved to {path}: the next replay uses them (context-inspector --config {path}).",
+                          "info")
+        return True
 
     def _ask_unsaved_chat(self) -> str:
         box = QMessageBox(QMessageBox.Icon.Question, APP, "The live chat is not saved.", parent=self)

@@ -105,3 +105,53 @@ def test_a_saved_or_empty_chat_closes_without_a_question(make_window) -> None:
     w.ask_unsaved_chat = lambda: (_ for _ in ()).throw(AssertionError("nothing to save"))
     w.chat_panel.set_session(_FakeChatSession())
     assert w.close()
+
+
+def test_settings_are_saved_as_a_config_the_command_line_reads(window, tmp_path: Path) -> None:
+    import yaml
+
+    from inspector.config import load_config
+
+    original = tmp_path / "config.yaml"
+    original.write_text("model:\n  default: claude-opus-4-5\ncompression:\n  protect_last_n: 12\n"
+                        "my_plugin:\n  depth: 3\n", encoding="utf-8")
+    before = original.read_text(encoding="utf-8")
+    window.replay_bar.set_config(str(original))
+    seen: dict = {}
+
+    def edit(values: dict) -> dict:
+        seen.update(values)
+        return {**values, "compression.threshold": 0.6, "model.context_length": 64_000,
+                "inspector.live.base_url": "http://localhost:8080/v1", "compression.protect_last_n": 8}
+
+    target = tmp_path / "tuned.yaml"
+    window.ask_settings = edit
+    window.ask_settings_path = lambda suggestion: str(target)
+    assert window.settings_dialog(), window.message_bar.text()
+    assert seen["compression.protect_last_n"] == 12 and seen["model.default"] == "claude-opus-4-5", \
+        "the form starts from the config the replay uses, the engine's keys included"
+    assert original.read_text(encoding="utf-8") == before, "the config it read is never rewritten"
+    config = load_config(target)  # what `context-inspector --config tuned.yaml` reads
+    assert config["compression"]["threshold"] == 0.6 and config["model"]["context_length"] == 64_000
+    assert config["compression"]["protect_last_n"] == 8 and config["inspector"]["live"]["base_url"].endswith("/v1")
+    assert yaml.safe_load(target.read_text(encoding="utf-8"))["my_plugin"] == {"depth": 3}, "other keys kept"
+    assert window.replay_bar.config_path == str(target), "the next replay uses the new file"
+
+
+def test_settings_never_overwrite_the_config_they_were_read_from(window, tmp_path: Path) -> None:
+    original = tmp_path / "config.yaml"
+    original.write_text("compression:\n  threshold: 0.7\n", encoding="utf-8")
+    window.replay_bar.set_config(str(original))
+    window.ask_settings = lambda values: {**values, "compression.threshold": 0.9}
+    window.ask_settings_path = lambda suggestion: str(original)
+    assert not window.settings_dialog()
+    assert original.read_text(encoding="utf-8") == "compression:\n  threshold: 0.7\n"
+    assert "not saved" in window.message_bar.text()
+
+
+def test_an_invalid_setting_is_refused_with_the_reason(window, tmp_path: Path) -> None:
+    window.ask_settings = lambda values: {**values, "compression.threshold": "lots"}
+    target = tmp_path / "bad.yaml"
+    window.ask_settings_path = lambda suggestion: str(target)
+    assert not window.settings_dialog()
+    assert not target.exists() and "threshold" in window.message_bar.text()
