@@ -385,7 +385,7 @@ class EventTreeModel(QAbstractItemModel):
         head = [f"event {k} · {ev.kind}", _short(self.label(k), 2 * TOOLTIP_LINE_CHARS)]
         # the call's arguments, return value and, for a gate, what it compared (the Decision panel)
         head += [_short(f"{line.label}: {line.value}", 2 * TOOLTIP_LINE_CHARS)
-                 for line in explain(self._trace, k)[1:] if line.label not in ("fault", "at", "note")]
+                 for line in explain(self._trace, k)[1:] if line.label not in ("fault", "at", "note", "traceback")]
         if ev.fault is not None:
             where = ev.fault.where
             if where:

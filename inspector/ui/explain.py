@@ -254,6 +254,8 @@ def explain(trace: Trace, k: int) -> list[Line]:
         lines.append(Line("fault", f"{ev.fault.kind}: {ev.fault.message}"))
         if ev.fault.where:
             lines.append(Line("at", ev.fault.where))
+        if ev.fault.traceback:  # in full: the Decision panel is where it is read and copied
+            lines.append(Line("traceback", ev.fault.traceback.rstrip()))
     if ev.note:
         lines.append(Line("note", ev.note))
     return lines

@@ -40,6 +40,7 @@ from inspector.ui import dialogs, layout, loaders, theme
 from inspector.ui import settings as settings_dialog
 from inspector.ui.compare import CompareRequest, CompareRunner, CompareView, ask_specs
 from inspector.ui.cursor import Cursor
+from inspector.ui.document import MARKS, Document
 from inspector.ui.panels import PANEL_CLASSES, Panel
 from inspector.ui.panels.chat import ChatPanel
 from inspector.ui.panels.doctor import DoctorPanel
@@ -82,10 +83,18 @@ class MessageBar(QFrame):
         close.setText("✕")
         close.setAutoRaise(True)
         close.clicked.connect(self.closed)
+        # the details (a traceback, every failed run) are in the tooltip and on the clipboard from here
+        self.copy_button = QToolButton()
+        self.copy_button.setText("Copy")
+        self.copy_button.setAutoRaise(True)
+        self.copy_button.setToolTip("Copy the message and its details (a traceback) to the clipboard")
+        self.copy_button.clicked.connect(self.copy)
         row = QHBoxLayout(self)
         row.setContentsMargins(8, 4, 4, 4)
         row.addWidget(self.label, 1)
+        row.addWidget(self.copy_button, 0, Qt.AlignmentFlag.AlignTop)
         row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.details = ""
         self.level = ""
         self.active = False
 
@@ -95,6 +104,7 @@ class MessageBar(QFrame):
         self.level = level
         self.label.setText(text)
         self.label.setToolTip(theme.plain_tooltip(details) if details else "")
+        self.details = details
         self.active = True
         self._fit_height()
 
@@ -110,6 +120,12 @@ class MessageBar(QFrame):
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         self._fit_height()
+
+    def copy(self) -> str:
+        """Put the message and its details on the clipboard; returns what was copied."""
+        text = self.label.text() + (f"\n\n{self.details}" if self.details else "")
+        QApplication.clipboard().setText(text)
+        return text
 
     def text(self) -> str:
         """The message being shown ('' when dismissed)."""
@@ -194,6 +210,19 @@ class _KeysStayInViews(QObject):
         return False
 
 
+class _DocumentField:
+    """A window attribute that is the document's (``window.modified`` is ``window.document.modified``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, window: Any, owner: type | None = None) -> Any:
+        return self if window is None else getattr(window.document, self.name)
+
+    def __set__(self, window: Any, value: Any) -> None:
+        setattr(window.document, self.name, value)
+
+
 class MainWindow(QMainWindow):
     """Context Engine Inspector's window. ``settings`` is injectable so tests stay isolated."""
 
@@ -217,15 +246,12 @@ class MainWindow(QMainWindow):
         self.settings = settings if settings is not None else QSettings(ORG, "inspector")
         self.plugin_dirs = list(plugin_dirs or [])
         self.cursor = Cursor(self)
-        self.source_path: str | None = None  # what was opened (trace, session, db#id)
-        self.trace_path: str | None = None  # where Save writes without asking (a trace file)
-        self.bundle_run: int | None = None
-        self.session: Any = None
-        self.comparison: Any = None  # inspector.compare.Comparison while comparing runs
+        # what is open (source, file names, session, comparison, bookmarks, unsaved state): the
+        # window observes it and keeps its title and the panels' marks in step
+        self.document = Document()
+        self.document.subscribe(self._document_changed)
         self.compare_view: CompareView | None = None
-        self.comparison_path: str | None = None  # where the comparison was opened from / saved to
         self.config_path = config_path
-        self.modified = False
         self.current_panel_id = "timeline"
         # replaceable prompts (tests answer them directly)
         self.pick_session: Callable[[list[Any], str], str | None] = lambda s, p: dialogs.pick_session(self, s, p)
@@ -329,6 +355,21 @@ class MainWindow(QMainWindow):
         for view in self.findChildren(QAbstractItemView):
             if view is not events_view:  # in the event list the keys are the cursor's own
                 view.installEventFilter(self._view_keys)
+
+    # -- the document: what is open ------------------------------------------------------------------
+    source_path = _DocumentField("source_path")
+    trace_path = _DocumentField("trace_path")
+    bundle_run = _DocumentField("bundle_run")
+    session = _DocumentField("session")
+    comparison = _DocumentField("comparison")
+    comparison_path = _DocumentField("comparison_path")
+    modified = _DocumentField("modified")
+
+    def _document_changed(self, what: str) -> None:
+        if what == MARKS:
+            for panel in self.panels.values():
+                panel.on_marks_changed()
+        self._update_title()
 
     # -- tool docks: runs, live chat, follow, doctor ------------------------------------------------
     def _build_tool_docks(self, engines: list[str]) -> None:
@@ -700,6 +741,7 @@ class MainWindow(QMainWindow):
         return self.cursor.trace
 
     def _on_trace_changed(self, trace: Trace | None) -> None:
+        self.document.trace = trace
         for panel in self.trace_panels():
             try:
                 panel.set_trace(trace)
@@ -806,8 +848,7 @@ class MainWindow(QMainWindow):
                 self.statusBar().showMessage(f"No turn {turn} in this trace", 2500)
 
     def mark_at(self, k: int) -> Mark | None:
-        trace = self.trace
-        return next((m for m in trace.marks if m.event == k), None) if trace is not None else None
+        return self.document.mark_at(k)
 
     def bookmark_dialog(self) -> None:
         trace = self.trace
@@ -826,32 +867,10 @@ class MainWindow(QMainWindow):
 
     def set_bookmark(self, k: int, label: str, note: str = "") -> Mark:
         """Add or update the mark at event ``k`` (saved with the trace)."""
-        trace = self.trace
-        assert trace is not None
-        mark = self.mark_at(k)
-        if mark is None:
-            mark = Mark(event=k, label=label, note=note)
-            trace.marks.append(mark)
-            trace.marks.sort(key=lambda m: m.event)
-        else:
-            mark.label, mark.note = label, note
-        self._marks_changed()
-        return mark
+        return self.document.set_bookmark(k, label, note)
 
     def delete_bookmark(self, k: int) -> None:
-        trace = self.trace
-        if trace is None:
-            return
-        before = len(trace.marks)
-        trace.marks[:] = [m for m in trace.marks if m.event != k]
-        if len(trace.marks) != before:
-            self._marks_changed()
-
-    def _marks_changed(self) -> None:
-        self.modified = True
-        for panel in self.panels.values():
-            panel.on_marks_changed()
-        self._update_title()
+        self.document.delete_bookmark(k)
 
     # -- opening ---------------------------------------------------------------------------------------
     def _ask_open_path(self) -> str | None:
@@ -1254,11 +1273,7 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # noqa: BLE001
             self.show_message(f"Could not save {path}: {type(exc).__name__}: {exc}")
             return False
-        if self.source_path is not None and self.source_path == self.comparison_path:
-            self.source_path = path  # a saved comparison saved under a new name is now that file
-        self.comparison_path = path
-        self.modified = False
-        self._update_title()
+        self.document.saved(path, comparison=True)
         self._add_recent(path)
         self.statusBar().showMessage(f"Saved comparison {path}", 4000)
         return True
@@ -1380,9 +1395,7 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # noqa: BLE001 - disk full, permissions, missing module…
             self.show_message(f"Could not save {path}: {type(exc).__name__}: {exc}")
             return False
-        self.trace_path = path
-        self.modified = False
-        self._update_title()
+        self.document.saved(path)
         self._add_recent(path)
         self.statusBar().showMessage(f"Saved {path}", 4000)
         return True
@@ -1572,7 +1585,7 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
     def _update_title(self) -> None:
-        name = Path(self.source_path.split("#")[0]).name if self.source_path else ""
+        name = self.document.name
         engine = ""
         if self.trace is not None:
             eng = self.trace.meta.get("engine")

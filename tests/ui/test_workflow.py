@@ -155,3 +155,22 @@ def test_an_invalid_setting_is_refused_with_the_reason(window, tmp_path: Path) -
     window.ask_settings_path = lambda suggestion: str(target)
     assert not window.settings_dialog()
     assert not target.exists() and "threshold" in window.message_bar.text()
+
+
+def test_a_fault_and_its_traceback_can_be_copied(window, faulty_trace) -> None:
+    from inspector.ui.panels.decision import DecisionPanel
+
+    k = next(e.index for e in faulty_trace.events if e.fault is not None and e.fault.traceback)
+    window.set_trace(faulty_trace, cursor=k)
+    panel = window.panels["decision"]
+    assert isinstance(panel, DecisionPanel)
+    panel.refresh()
+    text = panel.text()
+    fault = faulty_trace.events[k].fault
+    assert fault.message in text and fault.traceback.strip().splitlines()[-1].strip() in text
+    panel.browser.selectAll()
+    panel.browser.copy()
+    assert fault.message in QApplication.clipboard().text(), "selectable and copied as plain text"
+    window.show_message("Replay failed: boom", "error", "Traceback (most recent call last):\n  File x\nValueError: boom")
+    copied = window.message_bar.copy()
+    assert QApplication.clipboard().text() == copied and "ValueError: boom" in copied

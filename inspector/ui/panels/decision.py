@@ -24,7 +24,8 @@ from inspector.ui.panels.base import Panel
 def lines_text(lines: list[Line], heading: str = "") -> str:
     """Label/value rows as aligned plain text (values that wrap stay under their column)."""
     width = max((len(line.label) for line in lines), default=0) + 2
-    body = "\n".join(f"{line.label:<{width}}{line.value}" for line in lines)
+    pad = "\n" + " " * width  # a value of several lines (a traceback) stays in its column
+    body = "\n".join(f"{line.label:<{width}}{line.value.replace(chr(10), pad)}" for line in lines)
     return f"{heading}\n{body}" if heading else body
 
 
