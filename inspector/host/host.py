@@ -1406,7 +1406,7 @@ class Host:
         elif last > 0:
             t, figure = last, "last_prompt"
         elif last == -1:
-            t = 0
+            t, figure = 0, "reset"
         else:
             t = estimate_request_tokens_rough(self.history, tools=self.tools)
         if self.settings.compression_enabled and self._should_compress(t, "post_tool", figure):

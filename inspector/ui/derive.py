@@ -370,7 +370,7 @@ def event_label(trace: Trace, ev: Event) -> str:
         r = trace.requests[ev.request]
         tok = r.tokens.get("tiktoken") or next((v for k, v in r.tokens.items() if k not in _NON_PROMPT_KEYS), 0)
         n_msgs = len(trace.store.lists[r.selected]) if 0 <= r.selected < len(trace.store.lists) else 0
-        text = f"Request #{r.index} · {n_msgs} msgs · {tok:,} tok"
+        text = f"Request #{r.index} · {n_msgs} msgs · {tok:,} tok sent"
         c = r.cache
         if c.reason_kind and c.reason_kind not in ("hit", "disabled"):
             text += f" · cache miss ({c.reason_kind})"

@@ -125,6 +125,8 @@ def figure_source(trace: Trace, ev: Event) -> str:
     reported = "provider-reported" if is_live(trace) else "simulated provider usage"
     if figure == ANCHORED:
         return f"{ANCHORED}: last {reported} prompt + rough estimate of the messages appended since"
+    if figure == "reset":
+        return "0: last_prompt_tokens is -1 (reset by a compression; known again after the next response)"
     if figure == "last_prompt":
         return f"last_prompt_tokens: the {reported} prompt of the last response"
     if figure == ROUGH or site == "preflight":

@@ -38,6 +38,9 @@ PRESETS: dict[str, Preset] = {
     "1920x1080": Preset("1920 × 1080", (1920, 1080), 0.22, 0.18, 0.48, False),
 }
 
+# a window narrower than this opens (and resets) in compact mode until the user chooses
+COMPACT_BELOW = 1200
+
 # the docks held across window resizes: (dock name, orientation of the size that is held)
 HELD: tuple[tuple[str, Qt.Orientation], ...] = (
     ("events", Qt.Orientation.Horizontal),
@@ -59,6 +62,7 @@ class SideDockHold(QObject):
         self._restoring = False
         self._diff_share: float | None = None
         self._correcting = False
+        self._passes = 0
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
@@ -68,6 +72,8 @@ class SideDockHold(QObject):
         self._settle = QTimer(self)
         self._settle.setSingleShot(True)
         self._settle.setInterval(150)
+        self._settle.timeout.connect(self._settled)
+        self._reread = False
         window.installEventFilter(self)
         for name, _o in HELD:
             docks[name].installEventFilter(self)
@@ -80,9 +86,18 @@ class SideDockHold(QObject):
         """Take the docks' current sizes as the ones to hold (after a reset, a preset, a drag)."""
         self._timer.stop()  # the sizes being remembered replace any restore still pending
         self._window_size = self.window.size()
+        self._read_held()
+        self._reread = True  # once the arrangement has settled: what it settled to is what is held
+        self._settle.start()
+
+    def _read_held(self) -> None:
         self.held = {name: self._size_of(name, o) for name, o in HELD if self._in_row(name)}
         self._note_share()
-        self._settle.start()
+
+    def _settled(self) -> None:
+        if self._reread and self.window.size() == self._window_size:
+            self._read_held()
+        self._reread = False
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.Resize:
@@ -102,18 +117,23 @@ class SideDockHold(QObject):
         return False
 
     def restore(self) -> None:
-        """Put the held docks back (twice: QMainWindow's first pass is off by a separator or so)."""
+        """Put the held docks back. QMainWindow rounds what ``resizeDocks`` asks (by a separator,
+        or more for a dock in a tab group, and applies it over several passes), so it is asked
+        again, up to twice, while a dock is not where it was held."""
         self._restore_once()
         if not self._correcting:
             self._correcting = True
-            QTimer.singleShot(0, self._correct)
+            self._passes = 0
+            QTimer.singleShot(60, self._correct)
 
     def _correct(self) -> None:
-        try:
-            if any(self._size_of(n, o) != self.held[n] for n, o in HELD if n in self.held and self._in_row(n)):
-                self._restore_once()
-        finally:
-            self._correcting = False
+        self._passes += 1
+        missed = {n: self.held[n] - self._size_of(n, o) for n, o in HELD if n in self.held and self._in_row(n)}
+        if any(abs(v) > 1 for v in missed.values()) and self._passes <= 2:
+            self._restore_once()
+            QTimer.singleShot(60, self._correct)
+            return
+        self._correcting = False
 
     def _restore_once(self) -> None:
         """Put the held docks back at their sizes; the plot docks absorb the difference.
@@ -155,8 +175,14 @@ class SideDockHold(QObject):
             self._diff_share = d["diff"].height() / total if total else None
 
     def _in_row(self, name: str) -> bool:
+        """Docked, shown, and where the default layout puts it beside the plots (in compact mode the
+        counters are one of the detail tabs below: not in the plots' row)."""
         dock = self.docks[name]
-        return dock.isVisible() and not dock.isFloating() and bool(dock.width() and dock.height())
+        if not (dock.isVisible() and not dock.isFloating() and dock.width() and dock.height()):
+            return False
+        if name == "counters":
+            return self.window.dockWidgetArea(dock) == self.window.dockWidgetArea(self.docks["timeline"])
+        return True
 
 
 def preset_for(width: int, height: int) -> Preset:

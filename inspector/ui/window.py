@@ -297,7 +297,7 @@ class MainWindow(QMainWindow):
         self.panels["bookmarks"].delete_requested.connect(self.delete_bookmark)  # type: ignore[attr-defined]
         self._link_x_views()
         self._build_tool_docks(list(engines or []))
-        self.compact = False
+        self._compact: bool | None = None  # None: compact below COMPACT_BELOW px wide, as a preset would
         self.dock_hold = layout.SideDockHold(self, self.docks)
 
         self.replay_runner = ReplayRunner(self)
@@ -473,6 +473,9 @@ class MainWindow(QMainWindow):
                    Qt.DockWidgetArea.BottomDockWidgetArea)
         H, V = Qt.Orientation.Horizontal, Qt.Orientation.Vertical
         compact = self.compact and tabbed
+        action = self.act.get("compact") if hasattr(self, "act") else None
+        if action is not None and action.isChecked() != self.compact:
+            action.setChecked(self.compact)
         self.addDockWidget(L, d["events"])
         self.addDockWidget(L, d["bookmarks"])
         if compact:  # a small screen: the bookmarks a tab behind the events, the counters one below
@@ -527,10 +530,12 @@ class MainWindow(QMainWindow):
         bottom = preset.bottom_height
         self.resizeDocks([d["events"], d["bookmarks"]], [int(height * 0.8), int(height * 0.15)], V)
         side = [d["events"], d["timeline"]] + ([d["counters"]] if not self.compact else [])
-        counters = preset.counters_width or 0.22
-        fractions = [preset.events_width, 1 - preset.events_width - counters, counters]
+        counters = 0.0 if self.compact else (preset.counters_width or 0.22)
+        events = preset.events_width
+        fractions = [events, 1 - events - counters, counters]
         self.resizeDocks(side, [int(width * f) for f in fractions[:len(side)]], H)
-        self.resizeDocks([d["timeline"], d["compression"]], [int(height * 0.3), int(height * 0.13)], V)
+        self.resizeDocks([d["timeline"], d["compression"]],
+                         [int(height * 0.3), int(height * (0.08 if self.compact else 0.13))], V)
         self.resizeDocks([d["timeline"], d["diff"]], [int(height * (0.92 - bottom)), int(height * bottom)], V)
         if not self.tabifiedDockWidgets(d["diff"]):  # tiled: share the bottom row
             third = int(width * 0.72 / 3)
@@ -547,11 +552,13 @@ class MainWindow(QMainWindow):
 
     def set_compact(self, on: bool) -> None:
         """Compact mode: bookmarks behind the events, counters with the detail tabs (small screens)."""
-        self.compact = bool(on)
-        action = self.act.get("compact")
-        if action is not None and action.isChecked() != self.compact:
-            action.setChecked(self.compact)
+        self._compact = bool(on)
         self.reset_layout()
+
+    @property
+    def compact(self) -> bool:
+        """Compact mode as chosen, or — until the user chooses — whether the window is narrow."""
+        return self._compact if self._compact is not None else self.width() < layout.COMPACT_BELOW
 
     def save_layout(self) -> None:
         self.settings.setValue("window/geometry", self.saveGeometry())

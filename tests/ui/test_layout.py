@@ -41,7 +41,7 @@ def _close(a: dict[str, int], b: dict[str, int], px: int = 8) -> bool:
 
 
 def test_growing_the_window_widens_the_plots_not_the_event_list(window, demo_trace: Trace) -> None:
-    window.resize(1024, 640)
+    window.resize(1280, 720)
     _settle()
     window.reset_layout()
     window.set_trace(demo_trace)
@@ -53,9 +53,9 @@ def test_growing_the_window_widens_the_plots_not_the_event_list(window, demo_tra
     # (within a few pixels: a dock's minimum width moves with its scroll bar)
     assert abs(big["events"] - small["events"]) <= 8 and big["counters"] == small["counters"], \
         "side docks hold their width"
-    assert big["timeline_w"] - small["timeline_w"] >= 850, "the token timeline takes the extra width"
+    assert big["timeline_w"] - small["timeline_w"] >= 600, "the token timeline takes the extra width"
     assert big["timeline_h"] > small["timeline_h"] and big["compression"] == small["compression"]
-    window.resize(1024, 640)
+    window.resize(1280, 720)
     _settle()
     assert _close(_sizes(window), small), "shrinking back gives the same layout"
     window.resize(1920, 1080)
@@ -121,3 +121,18 @@ def test_a_panel_added_to_the_list_goes_where_it_declares(probe_window) -> None:
     assert w.dockWidgetArea(w.docks["right_probe"]) == Qt.DockWidgetArea.RightDockWidgetArea
     assert w.docks["tab_probe"] in w.tabifiedDockWidgets(w.docks["diff"])
     assert w.docks["right_probe"].isVisible()
+
+
+def test_in_compact_mode_too_the_event_list_stays_narrow_when_the_window_grows(window, demo_trace: Trace) -> None:
+    window.resize(1024, 640)
+    _settle()
+    window.reset_layout()
+    window.set_trace(demo_trace)
+    _settle()
+    assert window.compact, "a window this narrow starts compact"
+    small = window.docks["events"].width()
+    for size in ((1920, 1080), (1024, 640), (1920, 1080)):
+        window.resize(*size)
+        _settle()
+        events, timeline = window.docks["events"].width(), window.docks["timeline"].width()
+        assert events <= small + 40 and timeline > events, (size, events, timeline)

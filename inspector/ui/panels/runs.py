@@ -158,7 +158,7 @@ class RunsPanel(CompareAware, Panel):
         if view is not None and not self.split.isVisible():
             # room for the whole summary table first; the runs diff gets the rest
             rows_h = (len(summary_table_rows()) + len(HEALTH_ROWS) + 1) * 21 + 40
-            self.split.setSizes([rows_h, max(200, self.height() - rows_h)])
+            self.split.setSizes([rows_h, max(120, self.height() - rows_h)])
         self.split.setVisible(view is not None)
         self._shown = None
         self.diff_model.clear_previews()  # a new comparison: let the old runs' messages go
@@ -306,7 +306,7 @@ class RunsPanel(CompareAware, Panel):
             same += f" · tool schemas differ ({tools_a:,} → {tools_b:,} tok, not shown in the diff)"
         self.diff_header.setText(
             f"{where.capitalize()}: {view.label(a)} request #{ra.index} ({_tok(st, 'before')}) vs "
-            f"{view.label(b)} request #{rb.index} ({_tok(st, 'after')})\n{same}")
+            f"{view.label(b)} request #{rb.index} ({_tok(st, 'after')}) · messages only, tokenizer\n{same}")
         first = self.diff_model.first_interesting_row()
         if first >= 0:
             self.diff_view.scrollTo(self.diff_model.index(first, 0), QAbstractItemView.ScrollHint.PositionAtTop)

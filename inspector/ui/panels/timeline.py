@@ -130,13 +130,13 @@ class TimelinePanel(CompareAware, Panel):
         self.markers = plots.vertical_markers(self.plot, ok, theme.COMPRESS, y_span=(0, top))
         self.markers += plots.vertical_markers(self.plot, bad, theme.FAULT, y_span=(0, top))
         self.plot.setXRange(-0.5, fig.n - 0.5, padding=0.01)
-        self._fit_y([*fig.prompt.values(), fig.recorded, fig.gate_y, fig.threshold], fig.context_length)
+        self._fit_y([*fig.prompt.values(), fig.recorded, fig.gate_y], [fig.threshold, fig.context_length])
 
-    def _fit_y(self, data: list[np.ndarray], context: np.ndarray | list[np.ndarray]) -> None:
-        """y to the data; the context length joins when it is less than twice the data's top."""
+    def _fit_y(self, data: list[np.ndarray], limits: list[np.ndarray]) -> None:
+        """y to the data; a limit line (threshold, context length) joins when it is within twice the
+        data's top (the readout names it either way), so a small session is not a flat line at 0."""
         arrays = [a for a in data if a.size]
         top = max([float(np.nanmax(a)) for a in arrays if np.isfinite(a).any()] or [1.0])
-        limits = context if isinstance(context, list) else [context]
         near = [a for a in limits if a.size and np.isfinite(a).any() and float(np.nanmax(a)) < 2 * top]
         plots.fit_y(self.plot, arrays + near)
 
@@ -165,7 +165,7 @@ class TimelinePanel(CompareAware, Panel):
                 self.run_items += plots.vertical_markers(self.plot, [p["x"] for p in points], view.color(run),
                                                          y_span=(0, top))
         self.plot.setXRange(-0.5, max(1, view.row_count) - 0.5, padding=0.01)
-        self._fit_y([*self._run_prompt, *gate_y, *thresholds], [])
+        self._fit_y([*self._run_prompt, *gate_y], list(thresholds))
         self.plot.setLabel("bottom", "aligned request (turn, call) · sent tokens (tokenizer); points: what each "
                            "gate tested", color=theme.PLOT_FG)
 
