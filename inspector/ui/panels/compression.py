@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
@@ -94,6 +94,11 @@ class CompressionPanel(CompareAware, Panel):
         layout.setSpacing(2)
         layout.addWidget(self.readout)
         layout.addWidget(self.plot_widget, 1)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        """A strip of a plot is enough (the step count and its dots): in a small window the token
+        timeline above gets the height, not this."""
+        return QSize(200, 96)
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
