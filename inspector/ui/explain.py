@@ -7,7 +7,8 @@ vocabulary every panel uses for token counts (:data:`COUNT_KINDS`).
 
 Where the gate's figure came from follows the host's three call sites (hermes-host.md §2.3):
 the preflight check of a turn uses Hermes' rough estimate of the whole request
-(``estimate_request_tokens_rough``, ``run_agent.py`` preflight), the pre-API check uses the last
+(``estimate_request_tokens_rough``, ``agent/model_metadata.py:2688`` of hermes-agent 0.19.0,
+called from ``agent/turn_context.py:574``), the pre-API check uses the last
 provider-reported prompt plus a rough estimate of what was appended since (the usage anchor)
 or the rough estimate when there is no anchor, and the post-tool check uses
 ``last_prompt_tokens`` as ``update_from_response`` left it.
@@ -142,9 +143,11 @@ def threshold_derivation(trace: Trace, k: int) -> list[Line]:
     """How the engine's ``threshold_tokens`` at event ``k`` follows from the config and the window.
 
     For an engine that reports ``threshold_percent`` (Hermes' ContextCompressor and its
-    subclasses) the steps are Hermes' own (``agent/context_compressor.py`` of hermes-agent 0.19.0,
-    ``_apply_thresholds``): the configured percent, a per-model override, the 75 % floor below a
-    512K window, the 64K minimum (85 % of a window that small), then the absolute cap.
+    subclasses) the steps are Hermes' own (``agent/context_compressor.py:1328-1362`` and
+    ``_compute_threshold_tokens`` at ``:1266`` of hermes-agent 0.19.0; our
+    ``inspector/engines/compressor.py`` ``_apply_thresholds``): the configured percent, a
+    per-model override, the 75 % floor below a 512K window, the 64K minimum (85 % of a window
+    that small), then the absolute cap. The constants are the engine module's, not copies.
     """
     from inspector.engines.compressor import (
         SMALL_CONTEXT_LIMIT,
