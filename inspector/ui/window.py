@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QScrollArea,
     QSizePolicy,
+    QTabBar,
     QToolBar,
     QToolButton,
     QWidget,
@@ -517,8 +518,18 @@ class MainWindow(QMainWindow):
         if compact:
             d["events"].raise_()
         self._apply_default_sizes()
+        QTimer.singleShot(0, self._hide_stale_tab_bars)
         # Dock sizes only stick once the new arrangement has been laid out; apply them again then.
         QTimer.singleShot(0, self._apply_default_sizes)
+
+    def _hide_stale_tab_bars(self) -> None:
+        """Leaving compact mode, QMainWindow leaves the old tab group's bar on screen although its
+        docks are split apart again; a bar whose docks are no longer tabified is hidden."""
+        titles = {dock.windowTitle(): dock for dock in [*self.docks.values(), *self.tool_docks.values()]}
+        for bar in self.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
+            docks = [titles.get(bar.tabText(i)) for i in range(bar.count())]
+            if bar.isVisible() and docks and any(d is not None and not self.tabifiedDockWidgets(d) for d in docks):
+                bar.hide()
 
     def _apply_default_sizes(self) -> None:
         """The preset's proportions for the current window size; the plots get what is left."""

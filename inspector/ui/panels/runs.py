@@ -305,8 +305,8 @@ class RunsPanel(CompareAware, Panel):
         if tools_a != tools_b:  # the tool schemas are sent too, but are not messages: say so
             same += f" · tool schemas differ ({tools_a:,} → {tools_b:,} tok, not shown in the diff)"
         self.diff_header.setText(
-            f"{where.capitalize()}: {view.label(a)} request #{ra.index} ({_tok(st, 'before')}) vs "
-            f"{view.label(b)} request #{rb.index} ({_tok(st, 'after')}) · messages only, tokenizer\n{same}")
+            f"{where.capitalize()}: {view.label(a)} request #{ra.index} ({_tok(st, 'before')}, messages only) vs "
+            f"{view.label(b)} request #{rb.index} ({_tok(st, 'after')}, messages only)\n{same}")
         first = self.diff_model.first_interesting_row()
         if first >= 0:
             self.diff_view.scrollTo(self.diff_model.index(first, 0), QAbstractItemView.ScrollHint.PositionAtTop)
