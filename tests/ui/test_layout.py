@@ -136,3 +136,18 @@ def test_in_compact_mode_too_the_event_list_stays_narrow_when_the_window_grows(w
         _settle()
         events, timeline = window.docks["events"].width(), window.docks["timeline"].width()
         assert events <= small + 40 and timeline > events, (size, events, timeline)
+
+
+def test_leaving_compact_mode_leaves_no_stale_tab_bar(window) -> None:
+    from PySide6.QtWidgets import QTabBar
+
+    window.set_compact(True)
+    _settle()
+    window.set_compact(False)
+    _settle()
+    d = window.docks
+    assert not window.tabifiedDockWidgets(d["events"]), "events and bookmarks are split again"
+    titles = {dock.windowTitle() for dock in (d["events"], d["bookmarks"])}
+    stale = [bar for bar in window.findChildren(QTabBar) if bar.isVisible()
+             and {bar.tabText(i) for i in range(bar.count())} == titles]
+    assert not stale, "no tab bar for a tab group that no longer exists"
