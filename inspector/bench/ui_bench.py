@@ -202,13 +202,16 @@ def main(argv: list[str] | None = None) -> int:
     cursor = window.cursor
 
     cpu: list[float] = []  # CPU time of every one-event step: less disturbed by other processes
+    jump_cpu: list[float] = []  # the same for random jumps
 
-    def timed(move: Callable[[], object], one_event: bool = False) -> float:
+    def timed(move: Callable[[], object], one_event: bool = False, jump: bool = False) -> float:
         start, start_cpu = time.perf_counter(), time.thread_time()
         move()
         app.processEvents()
         if one_event:
             cpu.append(time.thread_time() - start_cpu)
+        elif jump:
+            jump_cpu.append(time.thread_time() - start_cpu)
         return time.perf_counter() - start
 
     def forward() -> tuple[float, bool]:
@@ -217,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         return took, trace.request_at(cursor.index) is not before
 
     all_steps: list[float] = []
+    all_jumps: list[float] = []
     round_p95: list[float] = []
     rng = random.Random(0)
     for r in range(args.rounds):
@@ -225,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         fwd = [forward() for _ in range(args.steps)]
         steps = [t for t, _ in fwd]
         back = [timed(lambda: cursor.step(-1), one_event=True) for _ in range(args.steps // 2)]
-        jumps = [timed(lambda: cursor.set(rng.randrange(len(trace)))) for _ in range(args.steps // 4)]
+        jumps = [timed(lambda: cursor.set(rng.randrange(len(trace))), jump=True) for _ in range(args.steps // 4)]
+        all_jumps += jumps
         cursor.set(0)
         misses = [timed(cursor.next_cache_miss) for _ in range(min(100, args.steps // 4))]
         print(f"round {r + 1}/{args.rounds} — cursor moves (until Qt is idle, repaint included):")
@@ -243,6 +248,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(all_steps)} steps (per round: {', '.join(f'{v:.1f}' for v in round_p95)}) (target < 16 ms)")
     cpu_ms = [c * 1000 for c in cpu]
     print(f"  same steps in CPU time of this thread: p50 {_pct(cpu_ms, 0.5):.2f} ms, p95 {_pct(cpu_ms, 0.95):.2f} ms")
+    jump_ms = [j * 1000 for j in all_jumps]
+    jump_cpu_ms = [c * 1000 for c in jump_cpu]
+    print(f"random jump p50 {_pct(jump_ms, 0.5):.2f} ms, p95 {_pct(jump_ms, 0.95):.2f} ms over {len(jump_ms)} jumps "
+          f"(target < 16 ms); CPU time p50 {_pct(jump_cpu_ms, 0.5):.2f} ms, p95 {_pct(jump_cpu_ms, 0.95):.2f} ms")
     if args.breakdown:
         cursor.set(len(trace) // 3)
         app.processEvents()

@@ -513,6 +513,7 @@ class Host:
         self._system_forms: tuple[dict, dict, str] | None = None
         self._last_usage: dict[str, int] | None = None
         self._anchor: tuple[int, int] | None = None  # (real prompt tokens, history length then)
+        self._figure = "rough"  # the source of the last pre-API pressure figure ("rough" or "anchored")
         self._prev_selected: tuple[str, ...] = ()
         self._events_since_request: list[Event] = []
         self._tools_key = ""
@@ -1061,9 +1062,9 @@ class Host:
         ev.result = bool(out.value) if out.ok else None
         return bool(out.value) if out.ok else False
 
-    def _should_compress(self, tokens: int, site: str) -> bool:
+    def _should_compress(self, tokens: int, site: str, figure: str = "rough") -> bool:
         ev, out = self._call(EV_SHOULD, self.engine.should_compress, tokens,
-                             record_args={"prompt_tokens": tokens, "site": site})
+                             record_args={"prompt_tokens": tokens, "site": site, "figure": figure})
         if not out.ok:
             return False
         if not isinstance(out.value, bool):
@@ -1232,11 +1233,13 @@ class Host:
         else:
             chars, images, tik = asm.chars, asm.images, asm.tik
         rough = rough_from_chars(chars, images) + self._tools_rough + self.usage_model.hidden_tokens
+        self._figure = "rough"  # what the pre-API gate's figure is, recorded with the gate (issue 21)
         if self._anchor is not None and self.gates.pre_api_tokens == "usage_anchor":
             real, length = self._anchor
             if length <= len(self.history):
                 # [M] usage anchor: the last real prompt plus what was appended since.
                 rough = real + self._rough_tail(length)
+                self._figure = "anchored"
         return rough, tik + self._tools_tokens + 3
 
     def _request_cycle(self, responder: Responder) -> ProviderResponse | None:
@@ -1257,7 +1260,7 @@ class Host:
                 and self._compress_attempts < s.max_attempts
                 and not self._defer(pressure)
                 and not self._cooldown_blocks(pressure)
-                and self._should_compress(pressure, "pre_api")
+                and self._should_compress(pressure, "pre_api", self._figure)
             ):
                 self._compress_attempts += 1
                 committed = self._compress(pressure, site="pre_api")
@@ -1491,16 +1494,17 @@ class Host:
         if self.gates.post_tool_waits_for_usage and getattr(e, "awaiting_real_usage_after_compression", False):
             return
         last = _as_int(getattr(e, "last_prompt_tokens", 0))
+        figure = "rough"
         if self._anchor is not None:
             real, length = self._anchor
-            t = real + self._rough_tail(length)
+            t, figure = real + self._rough_tail(length), "anchored"
         elif last > 0:
-            t = last
+            t, figure = last, "last_prompt"
         elif last == -1:
-            t = 0
+            t, figure = 0, "reset"
         else:
             t = estimate_request_tokens_rough(self.history, tools=self.tools)
-        if self.settings.compression_enabled and self._should_compress(t, "post_tool"):
+        if self.settings.compression_enabled and self._should_compress(t, "post_tool", figure):
             self._compress(t, site="post_tool")
             return
         if not self.settings.compression_enabled:

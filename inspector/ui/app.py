@@ -142,9 +142,17 @@ def _screenshot(app: Any, window: Any, path: str | None, out: str, cursor: int |
               f"{window.width()}x{window.height()}", file=sys.stderr)
     source = path or (str(DEMO_SESSION) if DEMO_SESSION.exists() else None)
 
-    def no_picker(summaries: list[Any], db: str) -> None:  # nobody can answer a dialog offscreen
+    def no_picker(summaries: list[Any], db: str) -> str | None:  # nobody can answer a dialog offscreen
         ids = ", ".join(str(getattr(s, "id", s)) for s in summaries[-20:])
+        from inspector.ui.loaders import KIND_DB, sniff
+
+        if sniff(db) != KIND_DB:  # a transcript file: its first session, as the headless commands do
+            first = str(getattr(summaries[0], "id", summaries[0]))
+            print(f"note: {db} holds {len(summaries)} sessions; showing {first} (pick one with "
+                  f"{Path(db).name}#<id>: {ids})", file=sys.stderr)
+            return first
         print(f"error: {db} holds {len(summaries)} sessions; pick one with {Path(db).name}#<id> ({ids})", file=sys.stderr)
+        return None
 
     window.pick_session = no_picker
     from inspector.host.guard import wake_main_thread_on_timeout

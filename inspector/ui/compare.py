@@ -44,6 +44,7 @@ from inspector.compare import (
     parse_specs,
 )
 from inspector.trace.model import Request, Trace
+from inspector.ui.derive import is_cache_miss
 from inspector.ui.replay import ThreadedRunner
 
 MIN_RUNS = 2
@@ -92,6 +93,7 @@ class CompareView:
         self._series: dict[str, list[np.ndarray]] = {}
         self._points: list[list[dict[str, Any]]] | None = None
         self._calls: list[list[dict[str, Any]]] | None = None
+        self._nav: dict[str, tuple[list[tuple[float, int]], list[int]]] = {}
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -151,6 +153,46 @@ class CompareView:
             return "before the first request"
         turn, call = self.alignment.rows[row]
         return f"row {row} (turn {turn}, call {call})"
+
+    # -- navigation across every run ----------------------------------------------------------------
+    def _positions(self, run: int, what: str) -> tuple[list[tuple[float, int]], list[int]]:
+        """(sorted (x, event) of run's ``what`` events, their events), cached per run and kind."""
+        key = f"nav:{what}:{run}"
+        hit = self._nav.get(key)
+        if hit is None:
+            trace = self.trace(run)
+            if trace is None:
+                events: list[int] = []
+            elif what == "compress":
+                events = trace.compress_events
+            elif what == "fault":
+                events = trace.fault_events
+            else:  # what F3 stops at (derive.is_cache_miss)
+                events = [r.event for r in trace.requests if is_cache_miss(trace, trace.events[r.event])]
+            pairs = sorted((self.alignment.event_x(run, e), e) for e in events)
+            hit = (pairs, [e for _x, e in pairs])
+            self._nav[key] = hit
+        return hit
+
+    def step_all(self, what: str, k: int, forward: bool) -> tuple[int, int] | None:
+        """The next (or previous) ``what`` — "compress", "miss" or "fault" — in ANY run after primary
+        event ``k``, as (run, event); None when no run has one. Runs are ordered by their position on
+        the shared row axis, then by run order (two runs compressing at one row are visited in turn)."""
+        order = {run: i for i, run in enumerate(self.runs)}
+        here = (self.alignment.event_x(self.primary, k), order[self.primary], k)
+        best: tuple[float, int, int] | None = None
+        for run in self.runs:
+            pairs, _events = self._positions(run, what)
+            for x, event in (pairs if forward else reversed(pairs)):
+                key = (x, order[run], event)
+                if (key > here) if forward else (key < here):
+                    if best is None or ((key < best) if forward else (key > best)):
+                        best = key
+                    break
+        if best is None:
+            return None
+        run = next(r for r, i in order.items() if i == best[1])
+        return run, best[2]
 
     # -- series (cached: the comparison is immutable once shown) ----------------------------------
     def series(self, key: str | Callable[[Trace, Request], float], name: str | None = None) -> list[np.ndarray]:
@@ -376,6 +418,31 @@ class CompareAware:
 
     def set_comparison(self, view: CompareView | None) -> None:
         self.compare = view
+
+    def _jump_to_marker(self, x: float, span: float, y: float | None = None,
+                        level: Callable[[int, int, dict[str, Any]], float] | None = None) -> bool:
+        """A click within ``span`` of a run's compress marker: that run's compress event, whichever run
+        it is (the window makes it the run the cursor follows). Where several runs have a marker at
+        that x, the one whose ``level(run, i, point)`` is nearest the click's ``y`` wins. False when
+        no marker is that near."""
+        view = self.compare
+        if view is None:
+            return False
+        near = []
+        for run, points in enumerate(view.compress_calls()):
+            if run not in view.runs:
+                continue
+            for i, p in enumerate(points):
+                dx = abs(p["x"] - x)
+                if dx <= span:
+                    dy = abs(level(run, i, p) - y) if y is not None and level is not None else 0.0
+                    near.append((round(dx, 6), dy, view.runs.index(run), run, p["event"]))
+        if not near:
+            return False
+        closest = min(n[0] for n in near)
+        _dx, _dy, _order, run, event = min((n for n in near if n[0] == closest), key=lambda n: (n[1], n[2]))
+        self.run_jump_requested.emit(int(run), int(event))  # type: ignore[attr-defined]
+        return True
 
     def _jump_to_x(self, x: float) -> None:
         """A click or drag on a request-axis plot: move the cursor to the request at x.

@@ -117,6 +117,12 @@ class TraceFigures:
     event_x: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: per event, the index of the latest event at or before it that recorded get_status() (-1: none)
     status_event: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: every should_compress call: where on the request axis (the request it prepares, or between
+    #: calls for the post-tool check), the figure it tested, what it answered, and its event
+    gate_x: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    gate_y: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    gate_fired: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    gate_event: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def n(self) -> int:
@@ -146,6 +152,26 @@ class TraceFigures:
         if self.n == 0:
             return None
         return int(max(0, min(self.n - 1, round(x))))
+
+
+def committed_counts(points: list[tuple[float, bool]], n: int) -> tuple[np.ndarray, list[float]]:
+    """(committed compressions before each of ``n`` requests, the count after each point).
+
+    ``points`` are (x, committed) of every compress call in event order. An engine may bump
+    ``compression_count`` on a call that kept nothing (512 such calls are a ramp to 512 on the
+    engine's own counter); counting only what the host committed keeps the axis what it says,
+    and a call that made no progress sits on the count it left unchanged.
+    """
+    done = 0
+    after = []
+    xs = []
+    for x, committed in points:
+        if committed:
+            done += 1
+            xs.append(x)
+        after.append(float(done))
+    steps = np.searchsorted(np.asarray(xs, dtype=np.float64), np.arange(n, dtype=np.float64), side="left")
+    return steps.astype(np.float64), after
 
 
 def step_points(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -259,7 +285,12 @@ def _build(trace: Trace) -> TraceFigures:
         elif n:
             event_x[ev.index] = -0.5 if half else 0.0
 
+    gate_x, gate_y, gate_fired, gate_event = _gates(trace, event_x)
     return TraceFigures(
+        gate_x=gate_x,
+        gate_y=gate_y,
+        gate_fired=gate_fired,
+        gate_event=gate_event,
         x=x,
         request_event=request_event,
         prompt=prompt,
@@ -277,6 +308,39 @@ def _build(trace: Trace) -> TraceFigures:
         event_x=event_x,
         status_event=status_event,
     )
+
+
+def _gates(trace: Trace, event_x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The should_compress calls as points: a check that prepares a call sits on that call's x."""
+    from inspector.ui.explain import gate_figure, prepares
+
+    next_request = -1
+    prepared: dict[int, int] = {}
+    for ev in reversed(trace.events):
+        if ev.kind == tm.EV_REQUEST and ev.request is not None:
+            next_request = ev.request
+        elif ev.kind == tm.EV_TURN:
+            next_request = -1
+        elif ev.kind == tm.EV_SHOULD and next_request >= 0 and prepares(ev):
+            prepared[ev.index] = next_request
+    xs, ys, fired, events = [], [], [], []
+    for ev in trace.events:
+        if ev.kind != tm.EV_SHOULD:
+            continue
+        y = gate_figure(ev)
+        if y is None:
+            continue
+        x = prepared.get(ev.index)
+        if x is None:  # the post-tool check, between this call and the next
+            here = float(event_x[ev.index])
+            xs.append(float(np.floor(here)) + 0.5 if np.isfinite(here) else -0.5)
+        else:
+            xs.append(float(x))
+        ys.append(float(y))
+        fired.append(ev.result is True)
+        events.append(ev.index)
+    return (np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64), np.asarray(fired, dtype=bool),
+            np.asarray(events, dtype=np.int64))
 
 
 _CACHE: weakref.WeakKeyDictionary[Trace, tuple[tuple[int, int], TraceFigures]] = weakref.WeakKeyDictionary()
@@ -306,7 +370,7 @@ def event_label(trace: Trace, ev: Event) -> str:
         r = trace.requests[ev.request]
         tok = r.tokens.get("tiktoken") or next((v for k, v in r.tokens.items() if k not in _NON_PROMPT_KEYS), 0)
         n_msgs = len(trace.store.lists[r.selected]) if 0 <= r.selected < len(trace.store.lists) else 0
-        text = f"Request #{r.index} · {n_msgs} msgs · {tok:,} tok"
+        text = f"Request #{r.index} · {n_msgs} msgs · {tok:,} tok sent"
         c = r.cache
         if c.reason_kind and c.reason_kind not in ("hit", "disabled"):
             text += f" · cache miss ({c.reason_kind})"

@@ -26,6 +26,7 @@ from inspector.trace import model as tm
 from inspector.trace.model import Trace
 from inspector.ui import theme
 from inspector.ui.derive import event_label, is_cache_miss
+from inspector.ui.explain import explain, prepares
 from inspector.ui.painted_views import cell_offsets
 
 TOOLTIP_TRACEBACK_LINES = 3  # the end of a fault's traceback, under the engine's file and line
@@ -48,6 +49,26 @@ _CELL_OFFSET = cell_offsets(len(COLUMNS), icons=True)
 # flags() is not overridden: Qt's default (enabled and selectable) is what rows need, and a
 # Python override costs a call per painted row.
 _BOLD_KINDS = frozenset({tm.EV_TURN, tm.EV_COMPRESS})
+
+
+def _preparing_owner(events: list[tm.Event]) -> dict[int, int]:
+    """{event index: index of the request marker it prepares}, for the events that prepare one."""
+    owner: dict[int, int] = {}
+    gap_start = 0  # first event after the last request marker or turn start
+    first_preparing = -1
+    for ev in events:
+        kind = ev.kind
+        if kind == tm.EV_REQUEST:
+            if first_preparing >= 0:
+                for i in range(first_preparing, ev.index):
+                    if events[i].kind != tm.EV_TURN_COMPLETE:
+                        owner[i] = ev.index
+            gap_start, first_preparing = ev.index + 1, -1
+        elif kind == tm.EV_TURN:
+            gap_start, first_preparing = ev.index + 1, -1
+        elif first_preparing < 0 and prepares(ev):
+            first_preparing = max(gap_start, ev.index)
+    return owner
 
 
 def _pruned(ev: tm.Event) -> bool:
@@ -110,6 +131,7 @@ class EventTreeModel(QAbstractItemModel):
             next_turn_at[ev.index] = upcoming
             if ev.kind == tm.EV_TURN:
                 upcoming = ev.index
+        owner = _preparing_owner(events)
         root_kids = children[_ROOT]
         ev_turn, ev_request, ev_turn_complete = tm.EV_TURN, tm.EV_REQUEST, tm.EV_TURN_COMPLETE
 
@@ -143,15 +165,19 @@ class EventTreeModel(QAbstractItemModel):
                 attach(k, cur_turn)
             else:
                 target = cur_req if cur_req != _ROOT else cur_turn
-                # A hook that prepares request r (select_context) comes before r's marker:
-                # show it under r, placing r's node where its first event is.
+                # A hook that prepares request r (the gates, select_context, a compress before
+                # the call) comes before r's marker: show it under r, placing r's node where
+                # its first event is.
+                marker = owner.get(k, -1)
                 r = ev.request
-                if r is not None and 0 <= r < n_requests:
+                if marker < 0 and r is not None and 0 <= r < n_requests:
                     marker = requests[r].event
-                    if k < marker < next_turn_at[k] and not placed[marker] and events[marker].kind == ev_request:
-                        attach(marker, cur_turn)
-                        cur_req = marker
-                        target = marker
+                if k < marker < next_turn_at[k] and not placed[marker] and events[marker].kind == ev_request:
+                    attach(marker, cur_turn)
+                    cur_req = marker
+                    target = marker
+                elif marker > k and placed[marker]:
+                    target = marker
                 attach(k, target)
         self._parent, self._row, self._children = parent, row, children
 
@@ -357,6 +383,9 @@ class EventTreeModel(QAbstractItemModel):
         assert self._trace is not None
         ev = self._trace.events[k]
         head = [f"event {k} · {ev.kind}", _short(self.label(k), 2 * TOOLTIP_LINE_CHARS)]
+        # the call's arguments, return value and, for a gate, what it compared (the Decision panel)
+        head += [_short(f"{line.label}: {line.value}", 2 * TOOLTIP_LINE_CHARS)
+                 for line in explain(self._trace, k)[1:] if line.label not in ("fault", "at", "note", "traceback")]
         if ev.fault is not None:
             where = ev.fault.where
             if where:

@@ -120,6 +120,23 @@ def list_db_sessions(path: str) -> list[Any]:
         raise OpenError(_describe(exc)) from None
 
 
+def list_many_sessions(path: str) -> list[Any]:
+    """The sessions of a source that can hold several (a state.db, a trajectory or export JSONL);
+    [] for a single-session transcript, which is then opened without a question."""
+    from inspector.sessions import list_sessions
+    from inspector.sessions.detect import detect_format
+    from inspector.sessions.readers import LISTERS
+
+    try:
+        fmt = detect_format(path)
+        if fmt != "hermes-db" and fmt not in LISTERS:
+            return []
+        found = list(list_sessions(path, format=fmt))
+    except Exception as exc:  # noqa: BLE001
+        raise OpenError(_describe(exc)) from None
+    return found if len(found) > 1 or fmt == "hermes-db" else []
+
+
 def load_session_file(spec: str) -> Any:
     from inspector.sessions import load_session, require_conversation
 

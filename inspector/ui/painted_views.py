@@ -74,6 +74,7 @@ class _RowPainter:
         self.view = view
         self._texts: dict[tuple[str, int, int], tuple[QStaticText, float]] = {}
         self._fonts: dict[int, tuple[QFont, int]] = {}  # id → (font kept alive, line height)
+        self._metric_cache: dict[int, QFontMetrics] = {}  # id of a font in _fonts → its metrics
         self._pixmaps: dict[tuple[int, int, bool], QPixmap] = {}
         self.margin = 0
         self.forget()
@@ -83,6 +84,7 @@ class _RowPainter:
         self._texts.clear()
         self._fonts.clear()
         self._pixmaps.clear()
+        self._metric_cache.clear()
         view = self.view
         self.margin = view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1
 
@@ -94,15 +96,22 @@ class _RowPainter:
             found = self._fonts[key] = (chosen, QFontMetrics(chosen).height())
         return found
 
+    def _metrics(self, font: QFont) -> QFontMetrics:
+        key = id(font)
+        found = self._metric_cache.get(key)
+        if found is None:
+            found = self._metric_cache[key] = QFontMetrics(font)
+        return found
+
     def laid_out(self, text: str, font: QFont | None, width: int) -> tuple[QStaticText, float]:
         """``text`` in ``font`` as drawn in ``width`` pixels (with an ellipsis if it is cut), and its width."""
         key = (text, 0 if font is None else id(font), width)
         found = self._texts.get(key)
         if found is None:
             chosen = self._font(font)[0]
-            metrics = QFontMetrics(chosen)
-            if metrics.horizontalAdvance(text) > width:
-                text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, max(width, 0))
+            # one call: elidedText measures the text and returns it whole when it fits (most event
+            # labels do not fit their column, so measuring first cost a second pass over each)
+            text = self._metrics(chosen).elidedText(text, Qt.TextElideMode.ElideRight, max(width, 0))
             static = QStaticText(text)
             static.setTextFormat(Qt.TextFormat.PlainText)
             static.prepare(font=chosen)

@@ -108,7 +108,9 @@ class HeaderLegend(pg.LegendItem):
             columns = max(1, min(len(self.items), int(plot_width // max(widest, 1.0))))
             if columns != self.columnCount:
                 self.setColumnCount(columns)
-        show = plot_height >= _LEGEND_MIN_PLOT_HEIGHT
+        rows = -(-len(self.items) // max(1, self.columnCount)) if self.items else 0
+        # a legend taller than a third of the plot leaves too little of the data (the readout names them)
+        show = plot_height >= _LEGEND_MIN_PLOT_HEIGHT and rows * _LEGEND_ROW_HEIGHT <= plot_height / 3
         if show != self.isVisible():
             self.setVisible(show)
         self.updateSize()
@@ -280,8 +282,9 @@ class CursorLine:
         self.line.move_to(x)
 
 
-def connect_click(plot_widget: pg.PlotWidget, plot: pg.PlotItem, on_click: Callable[[float], None]) -> None:
-    """Left click in the plot area → ``on_click(x)`` in data coordinates."""
+def connect_click(plot_widget: pg.PlotWidget, plot: pg.PlotItem, on_click: Callable[..., None], *,
+                  with_y: bool = False) -> None:
+    """Left click in the plot area → ``on_click(x)`` (``on_click(x, y)`` ``with_y``) in data coordinates."""
 
     def clicked(event) -> None:  # noqa: ANN001 - pyqtgraph MouseClickEvent
         if event.button() != Qt.MouseButton.LeftButton or event.double():
@@ -290,7 +293,10 @@ def connect_click(plot_widget: pg.PlotWidget, plot: pg.PlotItem, on_click: Calla
         if not vb.sceneBoundingRect().contains(event.scenePos()):
             return
         point = vb.mapSceneToView(event.scenePos())
-        on_click(float(point.x()))
+        if with_y:
+            on_click(float(point.x()), float(point.y()))
+        else:
+            on_click(float(point.x()))
 
     plot_widget.scene().sigMouseClicked.connect(clicked)
 
@@ -365,3 +371,30 @@ def remove_items(plot: pg.PlotItem, items: list, legend: pg.LegendItem | None = 
         if legend is not None:
             legend.removeItem(item)
     items.clear()
+
+
+def gate_points(plot: pg.PlotItem, x: np.ndarray, y: np.ndarray, fired: np.ndarray, colour: str,
+                name: str | None = None, *, legend: bool = True) -> list[pg.ScatterPlotItem]:
+    """What each should_compress call tested: hollow dots where it said no, filled triangles where
+    it said compress. The gate's own figure, which is often not the request's sent count."""
+    items: list[pg.ScatterPlotItem] = []
+    for mask, symbol, size, brush, label in ((~fired, "o", 5, None, "gate: no"),
+                                            (fired, "t1", 9, colour, "gate: compress")):
+        if not mask.any():
+            continue
+        item = pg.ScatterPlotItem(x[mask], y[mask], symbol=symbol, size=size, pen=pg.mkPen(colour, width=1),
+                                  brush=pg.mkBrush(brush) if brush else pg.mkBrush(0, 0, 0, 0),
+                                  name=html.escape(f"{name} · {label}" if name else label) if legend else None)
+        # drawn once into a pixmap: the cursor line moves over the points on every step
+        item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        plot.addItem(item)
+        items.append(item)
+    return items
+
+
+def fit_y(plot: pg.PlotItem, arrays: list[np.ndarray], *, floor: float = 1.0) -> None:
+    """Fit y to the data (0 to its highest finite value plus 8 %), not to a far larger limit line:
+    a 2,000-token session under a 128,000-token window would otherwise be a flat line at 0."""
+    top = max([float(np.nanmax(a)) for a in arrays if a.size and np.isfinite(a).any()] or [floor])
+    plot.disableAutoRange(axis="y")
+    plot.setYRange(0, max(floor, top) * 1.08, padding=0)

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QScrollArea,
     QSizePolicy,
+    QTabBar,
     QToolBar,
     QToolButton,
     QWidget,
@@ -36,9 +37,11 @@ from PySide6.QtWidgets import (
 
 from inspector.outputs import is_html_report, is_image, is_saved_file, write_atomic
 from inspector.trace.model import Mark, Trace
-from inspector.ui import dialogs, loaders, theme
+from inspector.ui import dialogs, layout, loaders, theme
+from inspector.ui import settings as settings_dialog
 from inspector.ui.compare import CompareRequest, CompareRunner, CompareView, ask_specs
 from inspector.ui.cursor import Cursor
+from inspector.ui.document import MARKS, Document
 from inspector.ui.panels import PANEL_CLASSES, Panel
 from inspector.ui.panels.chat import ChatPanel
 from inspector.ui.panels.doctor import DoctorPanel
@@ -53,7 +56,7 @@ from inspector.ui.replay import (
     run_replay,
 )
 
-LAYOUT_VERSION = 3
+LAYOUT_VERSION = 4
 MAX_RECENT = 10
 ORG = "ContextEngineInspector"
 APP = "Context Engine Inspector"
@@ -62,11 +65,6 @@ OPEN_FILTER = (
     "All supported (*.json *.jsonl *.gz *.db *.sqlite *.sqlite3);;Comparisons (*.json *.json.gz *.gz);;"
     "Traces (*.json *.json.gz *.gz);;Sessions (*.json *.jsonl *.gz);;Hermes state.db (*.db *.sqlite *.sqlite3);;All files (*)"
 )
-
-
-# Panels the default layout places by name; any other declares ``tab_with`` (the dock it joins).
-ARRANGED_PANELS = frozenset({"events", "bookmarks", "timeline", "counters", "compression", "diff", "request", "cache",
-                             "engine"})
 
 
 class MessageBar(QFrame):
@@ -86,10 +84,18 @@ class MessageBar(QFrame):
         close.setText("✕")
         close.setAutoRaise(True)
         close.clicked.connect(self.closed)
+        # the details (a traceback, every failed run) are in the tooltip and on the clipboard from here
+        self.copy_button = QToolButton()
+        self.copy_button.setText("Copy")
+        self.copy_button.setAutoRaise(True)
+        self.copy_button.setToolTip("Copy the message and its details (a traceback) to the clipboard")
+        self.copy_button.clicked.connect(self.copy)
         row = QHBoxLayout(self)
         row.setContentsMargins(8, 4, 4, 4)
         row.addWidget(self.label, 1)
+        row.addWidget(self.copy_button, 0, Qt.AlignmentFlag.AlignTop)
         row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.details = ""
         self.level = ""
         self.active = False
 
@@ -99,6 +105,7 @@ class MessageBar(QFrame):
         self.level = level
         self.label.setText(text)
         self.label.setToolTip(theme.plain_tooltip(details) if details else "")
+        self.details = details
         self.active = True
         self._fit_height()
 
@@ -114,6 +121,12 @@ class MessageBar(QFrame):
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         self._fit_height()
+
+    def copy(self) -> str:
+        """Put the message and its details on the clipboard; returns what was copied."""
+        text = self.label.text() + (f"\n\n{self.details}" if self.details else "")
+        QApplication.clipboard().setText(text)
+        return text
 
     def text(self) -> str:
         """The message being shown ('' when dismissed)."""
@@ -174,6 +187,10 @@ class _ScrollingDock(QScrollArea):
         return super().eventFilter(watched, event)
 
 
+# The panels the default layout places itself; any other panel goes where it declares (Panel.area).
+_ARRANGED = frozenset({"events", "bookmarks", "timeline", "counters", "compression", "diff", "request", "cache",
+                       "engine"})
+
 # Saved traces larger than this are read on a worker thread (a 2,000-turn trace is a few MB).
 ASYNC_LOAD_BYTES = 4 * 1024 * 1024
 
@@ -192,6 +209,19 @@ class _KeysStayInViews(QObject):
                 not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
             event.accept()
         return False
+
+
+class _DocumentField:
+    """A window attribute that is the document's (``window.modified`` is ``window.document.modified``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, window: Any, owner: type | None = None) -> Any:
+        return self if window is None else getattr(window.document, self.name)
+
+    def __set__(self, window: Any, value: Any) -> None:
+        setattr(window.document, self.name, value)
 
 
 class MainWindow(QMainWindow):
@@ -217,15 +247,12 @@ class MainWindow(QMainWindow):
         self.settings = settings if settings is not None else QSettings(ORG, "inspector")
         self.plugin_dirs = list(plugin_dirs or [])
         self.cursor = Cursor(self)
-        self.source_path: str | None = None  # what was opened (trace, session, db#id)
-        self.trace_path: str | None = None  # where Save writes without asking (a trace file)
-        self.bundle_run: int | None = None
-        self.session: Any = None
-        self.comparison: Any = None  # inspector.compare.Comparison while comparing runs
+        # what is open (source, file names, session, comparison, bookmarks, unsaved state): the
+        # window observes it and keeps its title and the panels' marks in step
+        self.document = Document()
+        self.document.subscribe(self._document_changed)
         self.compare_view: CompareView | None = None
-        self.comparison_path: str | None = None  # where the comparison was opened from / saved to
         self.config_path = config_path
-        self.modified = False
         self.current_panel_id = "timeline"
         # replaceable prompts (tests answer them directly)
         self.pick_session: Callable[[list[Any], str], str | None] = lambda s, p: dialogs.pick_session(self, s, p)
@@ -241,6 +268,10 @@ class MainWindow(QMainWindow):
         self.ask_comparison_path: Callable[[str], str | None] = self._ask_comparison_path
         self.ask_html_path: Callable[[str], str | None] = self._ask_html_path
         self.ask_unsaved: Callable[[], str] = self._ask_unsaved  # "save", "discard" or "cancel"
+        self.ask_unsaved_chat: Callable[[], str] = self._ask_unsaved_chat  # the same answers, for a live chat
+        self.ask_settings: Callable[[dict[str, Any]], dict[str, Any] | None] = (
+            lambda values: settings_dialog.ask_settings(self, values, self._engine_names()))
+        self.ask_settings_path: Callable[[str], str | None] = self._ask_settings_path
 
         # Everything is a dock; the central widget stays hidden so the docks share the window.
         self.message_bar = MessageBar()
@@ -261,11 +292,14 @@ class MainWindow(QMainWindow):
                 | QDockWidget.DockWidgetFeature.DockWidgetClosable
             )
             panel.jump_requested.connect(self.cursor.set)
+            panel.run_jump_requested.connect(self.jump_to_run)
             self.panels[cls.panel_id] = panel
             self.docks[cls.panel_id] = dock
         self.panels["bookmarks"].delete_requested.connect(self.delete_bookmark)  # type: ignore[attr-defined]
         self._link_x_views()
         self._build_tool_docks(list(engines or []))
+        self._compact: bool | None = None  # None: compact below COMPACT_BELOW px wide, as a preset would
+        self.dock_hold = layout.SideDockHold(self, self.docks)
 
         self.replay_runner = ReplayRunner(self)
         self.replay_runner.progress.connect(self._replay_progress)
@@ -322,6 +356,21 @@ class MainWindow(QMainWindow):
         for view in self.findChildren(QAbstractItemView):
             if view is not events_view:  # in the event list the keys are the cursor's own
                 view.installEventFilter(self._view_keys)
+
+    # -- the document: what is open ------------------------------------------------------------------
+    source_path = _DocumentField("source_path")
+    trace_path = _DocumentField("trace_path")
+    bundle_run = _DocumentField("bundle_run")
+    session = _DocumentField("session")
+    comparison = _DocumentField("comparison")
+    comparison_path = _DocumentField("comparison_path")
+    modified = _DocumentField("modified")
+
+    def _document_changed(self, what: str) -> None:
+        if what == MARKS:
+            for panel in self.panels.values():
+                panel.on_marks_changed()
+        self._update_title()
 
     # -- tool docks: runs, live chat, follow, doctor ------------------------------------------------
     def _build_tool_docks(self, engines: list[str]) -> None:
@@ -424,13 +473,23 @@ class MainWindow(QMainWindow):
         L, T, B = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.TopDockWidgetArea,
                    Qt.DockWidgetArea.BottomDockWidgetArea)
         H, V = Qt.Orientation.Horizontal, Qt.Orientation.Vertical
+        compact = self.compact and tabbed
+        action = self.act.get("compact") if hasattr(self, "act") else None
+        if action is not None and action.isChecked() != self.compact:
+            action.setChecked(self.compact)
         self.addDockWidget(L, d["events"])
         self.addDockWidget(L, d["bookmarks"])
-        self.splitDockWidget(d["events"], d["bookmarks"], V)
+        if compact:  # a small screen: the bookmarks a tab behind the events, the counters one below
+            self.tabifyDockWidget(d["events"], d["bookmarks"])
+        else:
+            self.splitDockWidget(d["events"], d["bookmarks"], V)
         self.addDockWidget(T, d["timeline"])
-        self.splitDockWidget(d["timeline"], d["counters"], H)
+        if not compact:
+            self.splitDockWidget(d["timeline"], d["counters"], H)
         self.splitDockWidget(d["timeline"], d["compression"], V)
         self.addDockWidget(B, d["diff"])
+        if compact:
+            self.tabifyDockWidget(d["diff"], d["counters"])
         if tabbed:
             for name in ("request", "cache", "engine"):
                 self.tabifyDockWidget(d["diff"], d[name])
@@ -438,9 +497,15 @@ class MainWindow(QMainWindow):
             self.splitDockWidget(d["diff"], d["request"], H)
             self.splitDockWidget(d["request"], d["cache"], H)
             self.splitDockWidget(d["counters"], d["engine"], V)
-        for key, panel in self.panels.items():  # panels that declare their own place (``tab_with``)
-            if key not in ARRANGED_PANELS:
-                self.tabifyDockWidget(d[getattr(panel, "tab_with", "diff")], d[key])
+        # every other panel where it says it goes: a tab beside another panel, or its own area
+        for panel_id, dock in d.items():
+            if panel_id in _ARRANGED:
+                continue
+            cls = type(self.panels[panel_id])
+            if cls.tab_with in d and cls.tab_with != panel_id:
+                self.tabifyDockWidget(d[cls.tab_with], dock)
+            else:
+                self.addDockWidget(cls.area, dock)
         # tool docks join the bottom tab group: shown, they are one more tab; hidden, they take no room
         for key in ("runs", "chat", "follow", "doctor"):
             self.tabifyDockWidget(d["diff"], tools[key])
@@ -450,24 +515,61 @@ class MainWindow(QMainWindow):
         for key in ("chat", "follow", "doctor"):  # sources and tools: View menu, Live menu, Engine panel
             tools[key].setVisible(key in opened)
         (tools["runs"] if self.comparison is not None else d["diff"]).raise_()
+        if compact:
+            d["events"].raise_()
         self._apply_default_sizes()
+        QTimer.singleShot(0, self._hide_stale_tab_bars)
         # Dock sizes only stick once the new arrangement has been laid out; apply them again then.
         QTimer.singleShot(0, self._apply_default_sizes)
 
+    def _hide_stale_tab_bars(self) -> None:
+        """Leaving compact mode, QMainWindow leaves the old tab group's bar on screen although its
+        docks are split apart again; a bar whose docks are no longer tabified is hidden."""
+        titles = {dock.windowTitle(): dock for dock in [*self.docks.values(), *self.tool_docks.values()]}
+        for bar in self.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
+            docks = [titles.get(bar.tabText(i)) for i in range(bar.count())]
+            if bar.isVisible() and docks and any(d is not None and not self.tabifiedDockWidgets(d) for d in docks):
+                bar.hide()
+
     def _apply_default_sizes(self) -> None:
+        """The preset's proportions for the current window size; the plots get what is left."""
         d = self.docks
         H, V = Qt.Orientation.Horizontal, Qt.Orientation.Vertical
         width = max(900, self.width())
-        height = max(600, self.height())
+        height = max(560, self.height())
+        preset = layout.preset_for(self.width(), self.height())
+        bottom = preset.bottom_height
         self.resizeDocks([d["events"], d["bookmarks"]], [int(height * 0.8), int(height * 0.15)], V)
-        self.resizeDocks([d["events"], d["timeline"], d["counters"]],
-                         [int(width * 0.27), int(width * 0.5), int(width * 0.21)], H)
-        self.resizeDocks([d["timeline"], d["compression"]], [int(height * 0.3), int(height * 0.12)], V)
-        self.resizeDocks([d["timeline"], d["diff"]], [int(height * 0.42), int(height * 0.5)], V)
+        side = [d["events"], d["timeline"]] + ([d["counters"]] if not self.compact else [])
+        counters = 0.0 if self.compact else (preset.counters_width or 0.22)
+        events = preset.events_width
+        fractions = [events, 1 - events - counters, counters]
+        self.resizeDocks(side, [int(width * f) for f in fractions[:len(side)]], H)
+        self.resizeDocks([d["timeline"], d["compression"]],
+                         [int(height * 0.3), int(height * (0.08 if self.compact else 0.13))], V)
+        self.resizeDocks([d["timeline"], d["diff"]], [int(height * (0.92 - bottom)), int(height * bottom)], V)
         if not self.tabifiedDockWidgets(d["diff"]):  # tiled: share the bottom row
             third = int(width * 0.72 / 3)
             self.resizeDocks([d["events"], d["diff"], d["request"], d["cache"]],
                              [int(width * 0.25), third, third, third], H)
+        self.dock_hold.remember()
+
+    def apply_preset(self, key: str) -> None:
+        """Size the window for a screen (View → Layout for…) and arrange the docks for it."""
+        preset = layout.PRESETS[key]
+        if not (self.isMaximized() or self.isFullScreen()):
+            self.resize(*preset.size)
+        self.set_compact(preset.compact)
+
+    def set_compact(self, on: bool) -> None:
+        """Compact mode: bookmarks behind the events, counters with the detail tabs (small screens)."""
+        self._compact = bool(on)
+        self.reset_layout()
+
+    @property
+    def compact(self) -> bool:
+        """Compact mode as chosen, or — until the user chooses — whether the window is narrow."""
+        return self._compact if self._compact is not None else self.width() < layout.COMPACT_BELOW
 
     def save_layout(self) -> None:
         self.settings.setValue("window/geometry", self.saveGeometry())
@@ -512,17 +614,19 @@ class MainWindow(QMainWindow):
             "export": self._action("&Export current panel as PNG…", self.export_dialog, "Ctrl+E"),
             "corpus": self._action("Open &batch results (Corpus)…", self.corpus_dialog, None,
                                    "The results of `context-inspector batch --out DIR`: a session × engine grid"),
+            "settings": self._action("Se&ttings…", self.settings_dialog, "Ctrl+,",
+                                     "Threshold, context length, model, live endpoint, cache profile, engine keys"),
             "quit": self._action("&Quit", self.close, QKeySequence.StandardKey.Quit),
             "prev": self._action("Previous event", lambda: nav(lambda: c.step(-1), "first event"), "Left"),
             "next": self._action("Next event", lambda: nav(lambda: c.step(1), "last event"), "Right"),
             "prev_turn": self._action("Previous turn", lambda: nav(c.prev_turn, "no earlier turn"), "Shift+Left"),
             "next_turn": self._action("Next turn", lambda: nav(c.next_turn, "no later turn"), "Shift+Right"),
-            "prev_compress": self._action("Previous compression", lambda: nav(c.prev_compression, "no earlier compression"), "Ctrl+Left"),
-            "next_compress": self._action("Next compression", lambda: nav(c.next_compression, "no later compression"), "Ctrl+Right"),
-            "next_miss": self._action("Next cache miss", lambda: nav(c.next_cache_miss, "no later cache miss"), "F3"),
-            "prev_miss": self._action("Previous cache miss", lambda: nav(c.prev_cache_miss, "no earlier cache miss"), "Shift+F3"),
-            "next_fault": self._action("Next fault", lambda: nav(c.next_fault, "no later fault"), "F4"),
-            "prev_fault": self._action("Previous fault", lambda: nav(c.prev_fault, "no earlier fault"), "Shift+F4"),
+            "prev_compress": self._action("Previous compression", lambda: nav(self._across("compress", False, c.prev_compression), "no earlier compression"), "Ctrl+Left"),
+            "next_compress": self._action("Next compression", lambda: nav(self._across("compress", True, c.next_compression), "no later compression"), "Ctrl+Right"),
+            "next_miss": self._action("Next cache miss", lambda: nav(self._across("miss", True, c.next_cache_miss), "no later cache miss"), "F3"),
+            "prev_miss": self._action("Previous cache miss", lambda: nav(self._across("miss", False, c.prev_cache_miss), "no earlier cache miss"), "Shift+F3"),
+            "next_fault": self._action("Next fault", lambda: nav(self._across("fault", True, c.next_fault), "no later fault"), "F4"),
+            "prev_fault": self._action("Previous fault", lambda: nav(self._across("fault", False, c.prev_fault), "no earlier fault"), "Shift+F4"),
             "next_mark": self._action("Next bookmark", lambda: nav(c.next_bookmark, "no later bookmark"), "F2"),
             "prev_mark": self._action("Previous bookmark", lambda: nav(c.prev_bookmark, "no earlier bookmark"), "Shift+F2"),
             "home": self._action("First event", lambda: nav(c.home, "first event"), "Home"),
@@ -546,6 +650,10 @@ class MainWindow(QMainWindow):
             "reset_zoom": self._action("Reset &zoom", self.reset_zoom, "Ctrl+0",
                                        "Show every request again after zooming or panning a plot"),
             "reset_layout": self._action("Reset layout", self.reset_layout),
+            "preset_small": self._action("Layout for 1024 × 640 (compact)", lambda: self.apply_preset("1024x640")),
+            "preset_medium": self._action("Layout for 1280 × 800", lambda: self.apply_preset("1280x800")),
+            "compact": self._action("Compact mode", lambda: self.set_compact(not self.compact), None,
+                                    "Bookmarks behind the events and the counters with the detail tabs"),
             "tile": self._action("Show all panels (tiled)", self.tile_all),
             "about": self._action("About", self._about),
         }
@@ -564,6 +672,8 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         for name in ("save_comparison", "export_html"):
             file_menu.addAction(self.act[name])
+        file_menu.addSeparator()
+        file_menu.addAction(self.act["settings"])
         file_menu.addSeparator()
         file_menu.addAction(self.act["quit"])
         nav_menu = bar.addMenu("&Navigate")
@@ -589,6 +699,9 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         view_menu.addAction(self.act["reset_zoom"])
         view_menu.addAction(self.act["reset_layout"])
+        self.act["compact"].setCheckable(True)
+        for name in ("preset_small", "preset_medium", "compact"):
+            view_menu.addAction(self.act[name])
         view_menu.addAction(self.act["tile"])
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(self.act["about"])
@@ -649,6 +762,7 @@ class MainWindow(QMainWindow):
         return self.cursor.trace
 
     def _on_trace_changed(self, trace: Trace | None) -> None:
+        self.document.trace = trace
         for panel in self.trace_panels():
             try:
                 panel.set_trace(trace)
@@ -701,6 +815,33 @@ class MainWindow(QMainWindow):
             bar.clearMessage()  # "No later turn" must not outlive a move that worked
         self._nav_notice = nothing.capitalize()
 
+    def _across(self, what: str, forward: bool, single: Callable[[], bool]) -> Callable[[], bool]:
+        """A navigation that, in a comparison, visits ``what`` in every run (switching the run the
+        cursor follows to the one that has it), and in one trace is ``single``."""
+
+        def move() -> bool:
+            view = self.compare_view
+            if view is None:
+                return single()
+            found = view.step_all(what, self.cursor.index, forward)
+            return found is not None and self.jump_to_run(*found)
+
+        return move
+
+    def jump_to_run(self, run: int, event: int) -> bool:
+        """Put the cursor on ``event`` of run ``run`` of the comparison (that run becomes the primary)."""
+        view = self.compare_view
+        if view is None:
+            return self.cursor.set(event)
+        if run not in view.runs:
+            return False
+        if run == view.primary:
+            return self.cursor.set(event)
+        view.primary = run
+        self.cursor.set_trace(view.primary_trace, event)
+        self._update_title()
+        return True
+
     def _focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
         widget = new
         while widget is not None:
@@ -728,8 +869,7 @@ class MainWindow(QMainWindow):
                 self.statusBar().showMessage(f"No turn {turn} in this trace", 2500)
 
     def mark_at(self, k: int) -> Mark | None:
-        trace = self.trace
-        return next((m for m in trace.marks if m.event == k), None) if trace is not None else None
+        return self.document.mark_at(k)
 
     def bookmark_dialog(self) -> None:
         trace = self.trace
@@ -748,38 +888,25 @@ class MainWindow(QMainWindow):
 
     def set_bookmark(self, k: int, label: str, note: str = "") -> Mark:
         """Add or update the mark at event ``k`` (saved with the trace)."""
-        trace = self.trace
-        assert trace is not None
-        mark = self.mark_at(k)
-        if mark is None:
-            mark = Mark(event=k, label=label, note=note)
-            trace.marks.append(mark)
-            trace.marks.sort(key=lambda m: m.event)
-        else:
-            mark.label, mark.note = label, note
-        self._marks_changed()
-        return mark
+        return self.document.set_bookmark(k, label, note)
 
     def delete_bookmark(self, k: int) -> None:
-        trace = self.trace
-        if trace is None:
-            return
-        before = len(trace.marks)
-        trace.marks[:] = [m for m in trace.marks if m.event != k]
-        if len(trace.marks) != before:
-            self._marks_changed()
-
-    def _marks_changed(self) -> None:
-        self.modified = True
-        for panel in self.panels.values():
-            panel.on_marks_changed()
-        self._update_title()
+        self.document.delete_bookmark(k)
 
     # -- opening ---------------------------------------------------------------------------------------
     def _ask_open_path(self) -> str | None:
-        start = str(Path(self.source_path).parent) if self.source_path else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Open session, state.db or trace", start, OPEN_FILTER)
-        return path or None
+        start = str(Path(self.source_path.split("#")[0]).parent) if self.source_path else ""
+        dialog = QFileDialog(self, "Open session, state.db or trace", start, OPEN_FILTER)
+        # any name: ``FILE#3`` (session 3 of a trajectory file or a state.db) is not a file name the
+        # dialog could find, but open_path reads it as on the command line
+        dialog.setFileMode(QFileDialog.FileMode.AnyFile)
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
+        try:
+            if dialog.exec() != QFileDialog.DialogCode.Accepted or not dialog.selectedFiles():
+                return None
+            return dialog.selectedFiles()[0] or None
+        finally:
+            dialog.deleteLater()
 
     def open_dialog(self) -> None:
         path = self.ask_open_path()
@@ -860,14 +987,15 @@ class MainWindow(QMainWindow):
             else:
                 spec = path
                 db_path, sid = loaders.split_spec(path)
-                if kind == loaders.KIND_DB and sid is None:
-                    summaries = loaders.list_db_sessions(db_path)
-                    if not summaries:
+                if sid is None:  # a source with several sessions (state.db, trajectory file): ask which
+                    summaries = loaders.list_many_sessions(db_path)
+                    if kind == loaders.KIND_DB and not summaries:
                         raise loaders.OpenError(f"{db_path}: no sessions in this database")
-                    sid = self.pick_session(summaries, db_path)
-                    if sid is None:
-                        return False
-                    spec = f"{db_path}#{sid}"
+                    if summaries:
+                        sid = self.pick_session(summaries, db_path)
+                        if sid is None:
+                            return False
+                        spec = f"{db_path}#{sid}"
                 session = loaders.load_session_file(spec)
                 self._stop_background_jobs()
                 self.session = session
@@ -1196,11 +1324,7 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # noqa: BLE001
             self.show_message(f"Could not save {path}: {type(exc).__name__}: {exc}")
             return False
-        if self.source_path is not None and self.source_path == self.comparison_path:
-            self.source_path = path  # a saved comparison saved under a new name is now that file
-        self.comparison_path = path
-        self.modified = False
-        self._update_title()
+        self.document.saved(path, comparison=True)
         self._add_recent(path)
         self.statusBar().showMessage(f"Saved comparison {path}", 4000)
         return True
@@ -1241,6 +1365,8 @@ class MainWindow(QMainWindow):
             config, dirs = self._config_and_plugins()
         except Exception as exc:  # noqa: BLE001
             self.show_message(f"Could not read the config: {exc}")
+            return False
+        if not self.keep_live_chat():
             return False
         if not self.chat_panel.reset(5_000):
             self.show_message("The chat is still waiting for a reply; cancel it first.", "warning")
@@ -1320,9 +1446,7 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # noqa: BLE001 - disk full, permissions, missing module…
             self.show_message(f"Could not save {path}: {type(exc).__name__}: {exc}")
             return False
-        self.trace_path = path
-        self.modified = False
-        self._update_title()
+        self.document.saved(path)
         self._add_recent(path)
         self.statusBar().showMessage(f"Saved {path}", 4000)
         return True
@@ -1424,12 +1548,77 @@ class MainWindow(QMainWindow):
         return {QMessageBox.StandardButton.Save: "save", QMessageBox.StandardButton.Discard: "discard"}.get(
             QMessageBox.StandardButton(answer), "cancel")
 
+    # -- settings --------------------------------------------------------------------------------------
+    def _engine_names(self) -> list[str]:
+        combo = self.replay_bar.engine_combo
+        return [combo.itemText(i) for i in range(combo.count())]
+
+    def _ask_settings_path(self, suggestion: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save settings as a config file", suggestion,
+                                              "YAML (*.yaml *.yml);;All files (*)")
+        return path or None
+
+    def settings_dialog(self) -> bool:
+        """Edit threshold, window, model, live endpoint, cache profile and the engine's keys; save
+        them as a config file the replay bar (and ``--config``) then uses. True when saved."""
+        source = self.replay_bar.config_path
+        try:
+            values = settings_dialog.current_values(source)
+            data = settings_dialog.read_file_data(source)
+        except Exception as exc:  # noqa: BLE001 - a broken config: say so, change nothing
+            self.show_message(f"Could not read the config {source}: {exc}")
+            return False
+        edited = self.ask_settings(values)
+        if edited is None:
+            return False
+        path = self.ask_settings_path(settings_dialog.suggested_path(source))
+        if not path:
+            return False
+        inputs = [p for p in (source, self.source_path) if p]
+        if source and os.path.abspath(path) == os.path.abspath(source) and settings_dialog.is_settings_file(
+                Path(source).read_bytes()[:200]):
+            inputs = [p for p in inputs if p != source]  # a settings file this dialog wrote may be saved again
+        try:
+            settings_dialog.write_settings(path, settings_dialog.apply_values(data, edited, values), inputs=inputs,
+                                           keys=list(edited))
+        except Exception as exc:  # noqa: BLE001 - refused path, invalid value, disk full
+            self.show_message(f"Settings not saved: {exc}")
+            return False
+        self.replay_bar.set_config(path)
+        self.show_message(f"Settings saved to {path}: the next replay uses them (context-inspector --config {path}).",
+                          "info")
+        return True
+
+    def _ask_unsaved_chat(self) -> str:
+        box = QMessageBox(QMessageBox.Icon.Question, APP, "The live chat is not saved.", parent=self)
+        box.setInformativeText("Save its transcript (OpenAI JSONL) before it is discarded?")
+        box.setStandardButtons(QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                               | QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(QMessageBox.StandardButton.Save)
+        answer = box.exec()
+        return {QMessageBox.StandardButton.Save: "save", QMessageBox.StandardButton.Discard: "discard"}.get(
+            QMessageBox.StandardButton(answer), "cancel")
+
+    def keep_live_chat(self) -> bool:
+        """Before a live chat is discarded (quit, new chat): ask to save it. True when it may go."""
+        if not self.chat_panel.unsaved or self.chat_panel.session is None:
+            return True
+        choice = self.ask_unsaved_chat()
+        if choice == "cancel":
+            return False
+        if choice == "save":  # a reply still streaming: the panel says to wait, and nothing is lost
+            return self.chat_panel.save_transcript() is not None
+        return True
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
         if self.modified and self.trace is not None:
             choice = self.ask_unsaved()
             if choice == "cancel" or (choice == "save" and not self.save()):
                 event.ignore()
                 return
+        if not self.keep_live_chat():
+            event.ignore()
+            return
         self.replay_runner.wait(10_000)
         self.compare_runner.wait(10_000)
         self.load_runner.wait(10_000)
@@ -1449,7 +1638,7 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
     def _update_title(self) -> None:
-        name = Path(self.source_path.split("#")[0]).name if self.source_path else ""
+        name = self.document.name
         engine = ""
         if self.trace is not None:
             eng = self.trace.meta.get("engine")

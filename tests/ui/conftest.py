@@ -104,6 +104,7 @@ def make_window(qapp: QApplication, settings: QSettings) -> Iterator:
         kwargs.setdefault("restore_layout", False)
         window = MainWindow(kwargs.pop("settings", settings), **kwargs)
         window.ask_unsaved = lambda: "discard"  # teardown closes windows; never a modal question
+        window.ask_unsaved_chat = lambda: "discard"
         window.resize(1400, 900)
         window.show()
         QApplication.processEvents()

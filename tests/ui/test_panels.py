@@ -99,7 +99,8 @@ def test_legends_sit_above_the_data_in_order(shown, demo_trace: Trace) -> None:
     legend, view = panel.legend.sceneBoundingRect(), panel.plot.getViewBox().sceneBoundingRect()
     assert legend.height() > 0 and legend.bottom() <= view.top() + 1, "the legend never covers a curve"
     names = [label.text for _sample, label in panel.legend.items]
-    assert names[-2:] == ["threshold", "context length"] and names[0].startswith("tokenizer")
+    assert names[-2:] == ["threshold", "context length"] and names[0].startswith("sent · ")
+    assert "gate: no" in names, "the points of what each should_compress call tested are named"
 
 
 def test_request_axes_tick_whole_numbers_even_for_one_request(shown) -> None:
@@ -485,7 +486,7 @@ def test_a_cold_start_is_named_once() -> None:
     text = reason_words(CacheInfo(reason_kind="cold", reason="cold start: first request; wrote 300 tokens"))
     assert text.lower().count("cold start") == 1 and "wrote 300 tokens" in text
     ttl = reason_words(CacheInfo(reason_kind="ttl", reason="TTL lapsed: 400 s since last use > 300 s"))
-    assert ttl.startswith("The cache entry expired") and "400 s" in ttl
+    assert ttl.startswith("Simulated cache: The cache entry expired") and "400 s" in ttl, "the simulator's, said so"
 
 
 def test_the_cache_line_adds_up_to_the_prompt_the_engine_was_told(demo_trace: Trace) -> None:
@@ -496,6 +497,7 @@ def test_the_cache_line_adds_up_to_the_prompt_the_engine_was_told(demo_trace: Tr
     for req in demo_trace.requests[:20]:
         figures = [int(n.replace(",", "")) for n in re.findall(r"(?:· |read |written |uncached )([\d,]+)", request_summary(req))]
         total, read, written, uncached = figures[:4]
+        assert "(simulated usage)" in request_summary(req), "a replay's usage is the host's, and says so"
         assert total == req.usage["prompt_tokens"] and read + written + uncached == total
         blocks = req.cache.read + req.cache.write + req.cache.uncached
         if total > blocks:  # the strip shows message blocks only: the line says what else there is

@@ -26,11 +26,16 @@ class Panel(QWidget):
 
     panel_id: ClassVar[str] = ""
     title: ClassVar[str] = ""
-    #: where the default layout puts the dock (the window arranges them; this is the fallback)
+    #: where the default layout puts the dock: the window arranges the core panels itself and puts
+    #: every other panel here (or beside ``tab_with``), so a panel added to PANEL_CLASSES just appears
     area: ClassVar[Qt.DockWidgetArea] = Qt.DockWidgetArea.RightDockWidgetArea
+    #: the panel whose dock this one joins as a tab in the default layout (None: its own place in ``area``)
+    tab_with: ClassVar[str | None] = None
 
     #: the panel asks the window to move the cursor to this event index
     jump_requested = Signal(int)
+    #: in a comparison: the panel asks for event ``event`` of run ``run`` (a click on that run's marker)
+    run_jump_requested = Signal(int, int)
 
     def __init__(self, cursor: Cursor, parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -21,6 +21,7 @@ from inspector.ui import plots, theme
 from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
 from inspector.ui.derive import TraceFigures, figures, message_preview
+from inspector.ui.explain import SIMULATED, usage_kind
 from inspector.ui.panels.base import Panel
 
 _MINI_PLOT_HEIGHT = 60
@@ -206,8 +207,9 @@ def strip_args(trace: Trace, req: Any) -> tuple[list[int], Sequence[str], int, i
     return blocks, labels, c.read, c.write, (c.break_index + offset if c.break_index is not None else None)
 
 
-def request_summary(req: Any) -> str:
-    """One line of cache figures for a request."""
+def request_summary(req: Any, kind: str = SIMULATED) -> str:
+    """One line of cache figures for a request; ``kind`` says what the usage is (simulated in a
+    replay, provider-reported live), so it is never read as the strip's simulated outcome."""
     c = req.cache
     usage = req.usage or {}
     # The usage the engine was fed: its prompt includes the reply priming no cache block holds.
@@ -220,12 +222,16 @@ def request_summary(req: Any) -> str:
     blocks_total = c.read + c.write + c.uncached
     extra = total - blocks_total if c.uncached is not None and total > blocks_total else 0
     beside = f" (incl. {extra:,} for reply priming/tools, outside the blocks)" if extra else ""
-    return (f"Request #{req.index} (turn {req.turn}, call {req.call}) · {total:,} tok · "
+    return (f"Request #{req.index} (turn {req.turn}, call {req.call}) · {total:,} tok ({kind} usage) · "
             f"read {read:,} · written {write:,} · uncached {uncached:,}{beside} · hit {rate:.0%}{cost}")
 
 
 def reason_words(c: Any) -> str:
-    """The miss (or hit) reason as a sentence."""
+    """The miss (or hit) reason as a sentence, said to be the simulator's."""
+    return "Simulated cache: " + _reason_words(c)
+
+
+def _reason_words(c: Any) -> str:
     words = REASON_WORDS.get(c.reason_kind, c.reason_kind or "No cache outcome recorded.")
     if c.reason and c.reason.lower().startswith(words.split(":")[0].lower()):
         words = c.reason[0].upper() + c.reason[1:] + "."  # the detail already says it ("cold start: …")
@@ -253,7 +259,12 @@ class RunCacheView(QWidget):
         self.header = theme.readout_label(1)
         self.strip = CacheStrip()
         self.strip.setMinimumHeight(46)
-        self.reason = theme.readout_label(1)
+        self.reason = theme.readout_label(2)  # the cause in full: two lines, not clipped
+        self.cause_button = QPushButton("Go to cause")
+        self.cause_button.setEnabled(False)
+        self.cause_button.setToolTip("Jump to the event of this run that changed the cached prefix")
+        self.cause_button.setFixedWidth(self.cause_button.fontMetrics().horizontalAdvance("Go to cause (event 0,000,000)") + 24)
+        self.cause: int | None = None
         top = QHBoxLayout()
         top.setContentsMargins(0, 0, 0, 0)
         top.setSpacing(6)
@@ -264,7 +275,11 @@ class RunCacheView(QWidget):
         layout.setSpacing(1)
         layout.addLayout(top)
         layout.addWidget(self.strip)
-        layout.addWidget(self.reason)
+        reason_row = QHBoxLayout()
+        reason_row.setContentsMargins(0, 0, 0, 0)
+        reason_row.addWidget(self.reason, 1)
+        reason_row.addWidget(self.cause_button, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(reason_row)
         self.shown: tuple[int, int] | None = None
 
     def show_request(self, trace: Trace | None, req: Any, exact: bool) -> None:
@@ -276,11 +291,16 @@ class RunCacheView(QWidget):
             self.strip.set_request([], [], 0, 0, None)
             self.header.setText("No request yet")
             self.reason.setText("")
+            self.cause = None
+            self.cause_button.setEnabled(False)
             return
         self.strip.set_request(*strip_args(trace, req))
-        self.header.setText(request_summary(req) + ("" if exact else " · no request at this row: its latest"))
+        self.header.setText(request_summary(req, usage_kind(trace)) + ("" if exact else " · no request at this row: its latest"))
         self.reason.setText(reason_words(req.cache))
         self.reason.set_colours(reason_colour(req.cache))
+        self.cause = req.cache.cause_event
+        self.cause_button.setEnabled(self.cause is not None)
+        self.cause_button.setText(f"Go to cause (event {self.cause:,})" if self.cause is not None else "Go to cause")
 
 
 class CachePanel(CompareAware, Panel):
@@ -381,6 +401,7 @@ class CachePanel(CompareAware, Panel):
         self.cost_plot.setLabel("bottom", "aligned request (turn, call)", color=theme.PLOT_FG)
         for run in view.runs:
             box = RunCacheView(view.label(run), view.color(run))
+            box.cause_button.clicked.connect(lambda _c=False, r=run, b=box: self._go_to_run_cause(r, b))
             self.runs_layout.addWidget(box)
             self.run_views[run] = box
 
@@ -470,12 +491,17 @@ class CachePanel(CompareAware, Panel):
         self._shown_request = req.index
         c = req.cache
         self.strip.set_request(*strip_args(trace, req))
-        self.header.setText(request_summary(req))
+        self.header.setText(request_summary(req, usage_kind(trace)))
         self.reason.setText(reason_words(c))
         self.reason.set_colours(reason_colour(c))
         self._cause = c.cause_event
         self.cause_button.setEnabled(c.cause_event is not None)
         self.cause_button.setText(f"Go to cause (event {c.cause_event:,})" if c.cause_event is not None else "Go to cause")
+
+    def _go_to_run_cause(self, run: int, box: RunCacheView) -> None:
+        """Comparison mode: the cause is an event of that run (the window follows that run there)."""
+        if box.cause is not None:
+            self.run_jump_requested.emit(run, box.cause)
 
     def _go_to_cause(self) -> None:
         if self._cause is not None:

@@ -125,6 +125,8 @@ class ChatPanel(Panel):
         self._cancel = threading.Event()
         self._reply_anchor = 0
         self._owns_session = False
+        #: the conversation has turns that were never saved (the window asks before discarding them)
+        self.unsaved = False
 
         self.endpoint_label = QLabel()
         self.endpoint_label.setTextFormat(Qt.TextFormat.PlainText)
@@ -239,6 +241,7 @@ class ChatPanel(Panel):
         self._thread, self._worker = thread, worker
         self._set_busy(True)
         self._status("Sending…")
+        self.unsaved = True  # a message of the user's is part of the conversation from now on
         thread.start()
         return True
 
@@ -268,6 +271,7 @@ class ChatPanel(Panel):
             self._status(f"Could not save the transcript: {exc.strerror or exc}")
             return None
         self._status(f"Transcript saved to {saved}")
+        self.unsaved = False
         return Path(saved)
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
@@ -301,6 +305,7 @@ class ChatPanel(Panel):
         self._session = None
         self._factory = None
         self._owns_session = False
+        self.unsaved = False
         self.view.clear()
         self.input.clear()
         self._update_endpoint()

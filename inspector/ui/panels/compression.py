@@ -1,4 +1,7 @@
-"""Compression timeline: ``compression_count`` as a step plot on the request axis.
+"""Compression timeline: the compressions the host committed, as a step plot on the request axis.
+
+The staircase counts committed compressions (not the engine's ``compression_count``, which some
+engines raise on calls that kept nothing).
 
 Each compression is a dot at the step; hovering it gives the before/after token figures and
 clicking it jumps to the compress event. Faulted (discarded) compressions are red crosses and
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
@@ -18,7 +21,7 @@ from inspector.trace.model import Trace
 from inspector.ui import plots, theme
 from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
-from inspector.ui.derive import Compression, TraceFigures, figures, step_points
+from inspector.ui.derive import Compression, TraceFigures, committed_counts, figures, step_points
 from inspector.ui.panels.base import Panel
 
 
@@ -63,7 +66,7 @@ class CompressionPanel(CompareAware, Panel):
     def __init__(self, cursor: Cursor, parent: QWidget | None = None) -> None:
         super().__init__(cursor, parent)
         self.readout = theme.readout_label(1)
-        self.plot_widget = plots.make_plot_widget("compressions")
+        self.plot_widget = plots.make_plot_widget("committed")
         self.plot = self.plot_widget.getPlotItem()
         self.step = plots.curve(self.plot, theme.COMPRESS)
         self.dots = pg.ScatterPlotItem(
@@ -77,7 +80,7 @@ class CompressionPanel(CompareAware, Panel):
         self.dots.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.plot.addItem(self.dots)
         self.cursor_line = plots.CursorLine(self.plot, self._jump_to_x)
-        plots.connect_click(self.plot_widget, self.plot, self._clicked)
+        plots.connect_click(self.plot_widget, self.plot, self._clicked, with_y=True)
         self._fig: TraceFigures | None = None
         self._summary = ""
         self.legend = plots.legend_above(self.plot, columns=4)
@@ -85,11 +88,17 @@ class CompressionPanel(CompareAware, Panel):
         plots.integer_ticks(self.plot.getAxis("left"))  # compressions come in whole numbers
         self.run_items: list[pg.GraphicsObject] = []  # comparison overlays
         self._run_counts: list = []
+        self._run_afters: list[list[float]] = []
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.setSpacing(2)
         layout.addWidget(self.readout)
         layout.addWidget(self.plot_widget, 1)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        """A strip of a plot is enough (the step count and its dots): in a small window the token
+        timeline above gets the height, not this."""
+        return QSize(200, 96)
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
@@ -113,20 +122,21 @@ class CompressionPanel(CompareAware, Panel):
         fig = figures(trace)
         self._fig = fig
         # the count only changes at compressions: draw its change points, not one vertex per request
-        plots.set_xy(self.step, *step_points(fig.x, fig.compression_count))
+        steps, after = committed_counts([(c.x, c.committed) for c in fig.compressions], fig.n)
+        plots.set_xy(self.step, *step_points(fig.x, steps))
         hollow = pg.mkBrush(0, 0, 0, 0)
         spots = [
             {
-                "pos": (c.x, c.count_after),
+                "pos": (c.x, y),
                 "data": describe(c),
                 "brush": pg.mkBrush(theme.FAULT) if c.faulted else pg.mkBrush(theme.COMPRESS) if c.committed else hollow,
                 "pen": pg.mkPen("white" if c.faulted or c.committed else theme.COMPRESS, width=1),
                 "symbol": "x" if c.faulted else "o",
             }
-            for c in fig.compressions
+            for c, y in zip(fig.compressions, after)
         ]
         self.dots.setData(spots)
-        top = max(1.0, float(fig.compression_count.max()) if fig.n else 1.0)
+        top = max(1.0, float(steps.max()) if fig.n else 1.0)
         self.plot.setYRange(-0.2, top + 0.6, padding=0)
         self.plot.setXRange(-0.5, fig.n - 0.5, padding=0.01)
         n_ok = sum(1 for c in fig.compressions if c.committed)
@@ -141,20 +151,26 @@ class CompressionPanel(CompareAware, Panel):
         assert view is not None
         self.step.setData([], [])
         self.dots.setData([])
-        counts = view.series("compression_count")
+        calls = view.compress_calls()
+        counts, afters = [], []
+        for run in range(len(calls)):
+            steps, after = committed_counts([(p["x"], p["committed"]) for p in calls[run]], view.row_count)
+            counts.append(steps if run in view.runs else np.full(view.row_count, np.nan))
+            afters.append(after)
         self._run_counts = counts
+        self._run_afters = afters
         self.run_items = plots.overlay_runs(self.plot, view, counts, legend=self.legend, step=True)
         self.legend.fit(self.plot_widget.height(), self.plot_widget.width())
         spots = []
         hollow = pg.mkBrush(0, 0, 0, 0)
-        for run, points in enumerate(view.compress_calls()):
+        for run, points in enumerate(calls):
             if run not in view.runs:
                 continue
             colour = view.color(run)
-            for p in points:
-                # on the run's staircase: the engine's counter after the call (hollow or a cross
-                # where the call changed nothing, as in single-run mode)
-                spots.append({"pos": (p["x"], p["compression_count"]), "data": describe_point(view.label(run), p),
+            for p, y in zip(points, afters[run]):
+                # on the run's staircase of committed compressions (hollow or a cross where the
+                # call changed nothing, as in single-run mode)
+                spots.append({"pos": (p["x"], y), "data": describe_point(view.label(run), p),
                               "brush": pg.mkBrush(colour) if p["committed"] else hollow,
                               "pen": pg.mkPen("white" if p["committed"] else colour, width=1),
                               "symbol": "x" if p["faulted"] else "o"})
@@ -181,16 +197,19 @@ class CompressionPanel(CompareAware, Panel):
             text += f" · last before cursor: event {c.event}, {c.before_tokens:,} → {c.after_tokens:,} {c.unit}"
         self.readout.setText(text)
 
-    def _clicked(self, x: float) -> None:
-        """A click near a compression dot selects that compress event, elsewhere the request."""
+    def _clicked(self, x: float, y: float | None = None) -> None:
+        """A click near a compression dot selects that compress event (of whichever run's dot it is,
+        the one at the clicked height where runs share an x), elsewhere the request."""
+        span = max(1.0, (self.plot.getViewBox().viewRange()[0][1] - self.plot.getViewBox().viewRange()[0][0]) / 150)
         if self.compare is not None:
-            self._jump_to_x(x)
+            afters = self._run_afters
+            if not self._jump_to_marker(x, span, y, lambda run, i, _p: afters[run][i]):
+                self._jump_to_x(x)
             return
         fig = self._fig
         if fig is None:
             return
         near = min(fig.compressions, key=lambda c: abs(c.x - x), default=None)
-        span = max(1.0, (self.plot.getViewBox().viewRange()[0][1] - self.plot.getViewBox().viewRange()[0][0]) / 150)
         if near is not None and abs(near.x - x) <= span:
             self.jump_requested.emit(near.event)
         else:

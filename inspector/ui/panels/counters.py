@@ -16,6 +16,7 @@ from inspector.trace.summary import is_committed_compression
 from inspector.ui import theme
 from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
+from inspector.ui.explain import usage_kind
 from inspector.ui.panels.base import Panel
 
 ROWS = (
@@ -26,6 +27,18 @@ ROWS = (
     ("context_length", "Context length"),
     ("compression_count", "Compressions"),
 )
+# what each row is (inspector.ui.explain's vocabulary): the engine's own attributes after the event
+ROW_TIPS = {
+    "last_prompt_tokens": "the engine's last_prompt_tokens after this event: the prompt tokens of the usage "
+                          "update_from_response was given (simulated in a replay, provider-reported live), "
+                          "or what the host wrote there for a gate — not a count of the request at the cursor",
+    "last_completion_tokens": "the engine's last_completion_tokens (from the same usage)",
+    "last_total_tokens": "the engine's last_total_tokens (from the same usage)",
+    "threshold_tokens": "the engine's threshold_tokens: what its should_compress compares with "
+                        "(Decision panel: how it was derived)",
+    "context_length": "the engine's context_length (the window it believes it has)",
+    "compression_count": "the engine's own compression_count (an engine may count calls that kept nothing)",
+}
 # the widest figure a comparison column must show whole (a run name may be cut, a figure never)
 COMPARE_VALUE_WIDEST = "99,999,999"
 
@@ -112,7 +125,7 @@ class CountersPanel(CompareAware, Panel):
         self.deltas: dict[str, theme.TextLine] = {}
         for row, (name, text) in enumerate(ROWS, start=1):
             key = _label(text, widest="Completion tokens")
-            key.setToolTip(name)
+            key.setToolTip(ROW_TIPS.get(name, name))
             grid.addWidget(key, row, 0)
             self.values[name] = _label("–", bold=True, align_right=True, widest=value_w[:10])
             self.deltas[name] = _label("", align_right=True, widest=delta_w)
@@ -274,8 +287,12 @@ class CountersPanel(CompareAware, Panel):
         where = f"Event {k} · {ev.kind}"
         if ev.turn is not None:
             where += f" · turn {ev.turn}"
-        if req is not None:
+        if req is not None and ev.turn is not None and req.turn != ev.turn:
+            # a turn's start, its preflight: the figures are still the last turn's last call's
+            where += f" · figures of request #{req.index} (turn {req.turn}): this turn has sent nothing yet"
+        elif req is not None:
             where += f" · request #{req.index}"
+        where += f" · {usage_kind(trace)} usage"
         self.where.setText(where)
         for name, _text in ROWS:
             value = state.get(name, 0)
@@ -308,6 +325,12 @@ class CountersPanel(CompareAware, Panel):
         self.usage_bar.set_usage(ratio, caption, chunk)
         self.retention.setText(_retention_text(trace, k))
         notes = [f"Over threshold: {prompt:,} ≥ {threshold:,} tokens"] if over else []
+        sent = req.tokens.get("tiktoken") if req is not None else None
+        window = trace.state_at(req.event)["context_length"] if req is not None else 0
+        overflow = isinstance(sent, int) and window and sent > window
+        if overflow:
+            notes.insert(0, f"Over the window: request #{req.index} sent {sent:,} tok > the {window:,}-token window "
+                            "(a provider rejects it)")
         if is_committed_compression(ev):
             notes.append("Compression at this event")
         elif ev.kind == tm.EV_COMPRESS and ev.fault is None:
@@ -316,7 +339,7 @@ class CountersPanel(CompareAware, Panel):
             notes.append("Compress: no progress, transcript unchanged" if unchanged
                          else "Compress aborted: transcript unchanged")
         self._show_alerts([("this event", ev.fault)] if ev.fault is not None else [], notes,
-                          colour=theme.FAULT if over else theme.COMPRESS)
+                          colour=theme.FAULT if over or overflow else theme.COMPRESS)
 
     def _show_alerts(self, faults: list[tuple[str, tm.Fault]], notes: list[str], colour: str = theme.COMPRESS) -> None:
         """The alert box (faults first, then ``notes``) and the first fault's file and line under it."""

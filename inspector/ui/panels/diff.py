@@ -522,7 +522,8 @@ class DiffPanel(CompareAware, Panel):
             return f"{v:,} tok" if isinstance(v, int) else "? tok"
 
         parts = [
-            f"{st['messages_before']} → {st['messages_after']} messages ({t('before')} → {t('after')})",
+            # the tokenizer's count of the messages (tool schemas not included: the Request panel has them)
+            f"{st['messages_before']} → {st['messages_after']} messages ({t('before')} → {t('after')}, messages only)",
             f"dropped {st['dropped']} ({t('dropped')})",
             f"added {st['added']} ({t('added')})",
         ]

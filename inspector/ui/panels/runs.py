@@ -29,12 +29,13 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.compare import SummaryTable, diff_runs, summary_table
-from inspector.compare.table import RETENTION_KEY, format_delta, format_value
+from inspector.compare.table import RETENTION_KEY, format_delta, format_value, mark_best
 from inspector.trace import diff as tdiff
 from inspector.trace.model import Trace
 from inspector.ui import theme
 from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
+from inspector.ui.health import HEALTH_ROWS, eligible, run_health
 from inspector.ui.panels.base import Panel
 from inspector.ui.panels.diff import DiffRowsModel
 
@@ -42,6 +43,18 @@ BEST_MARK = " ★"
 BEST_BG = "#e6f4ea"
 NO_COMPARISON = ("No comparison open. Replay → Compare engines… replays the open session with 2–4 engines "
                  "(or configs); File → Open also reads a saved comparison.")
+
+
+# what each count of the table is (inspector.ui.explain's vocabulary)
+_ROW_TIPS = {
+    "tokens_sent": "sum of the usage prompt tokens given to update_from_response (simulated in a replay: the "
+                   "tokenizer's count of what the engine sent, with tool schemas)",
+    "peak_prompt": "largest usage prompt tokens of one request (simulated in a replay)",
+    "cache_read": "simulated prompt cache: tokens read from cache",
+    "cache_write": "simulated prompt cache: tokens written to cache",
+    "hit_rate": "simulated prompt cache: read ÷ (read + written + uncached)",
+    "cost": "priced from the simulated cache figures with the provider's table",
+}
 
 
 class RunsDiffModel(DiffRowsModel):
@@ -131,6 +144,8 @@ class RunsPanel(CompareAware, Panel):
         layout.addWidget(self.split, 1)
         self.split.hide()
         self.summary: SummaryTable | None = None
+        self.health: list[dict[str, int] | None] = []
+        self._best: dict[str, list[bool]] = {}
         self._summaries: dict[int, SummaryTable] = {}
         self._shown: tuple[int | None, int, int] | None = None
         self._bold = QFont(self.table.font())
@@ -142,8 +157,8 @@ class RunsPanel(CompareAware, Panel):
         self.notice.setVisible(view is None)
         if view is not None and not self.split.isVisible():
             # room for the whole summary table first; the runs diff gets the rest
-            rows_h = (len(summary_table_rows()) + 2) * 21 + 40
-            self.split.setSizes([rows_h, max(200, self.height() - rows_h)])
+            rows_h = (len(summary_table_rows()) + len(HEALTH_ROWS) + 1) * 21 + 40
+            self.split.setSizes([rows_h, max(120, self.height() - rows_h)])
         self.split.setVisible(view is not None)
         self._shown = None
         self.diff_model.clear_previews()  # a new comparison: let the old runs' messages go
@@ -176,28 +191,61 @@ class RunsPanel(CompareAware, Panel):
         assert view is not None
         self.table.clear()
         self.table.setColumnCount(len(table.labels))
-        self.table.setRowCount(len(table.rows) + 1)
+        health = [run_health(t) if t is not None else None for t in view.comparison.traces]
+        self.health = health
+        ok = eligible(health)
+        sound = eligible(health, ignore_faults=True)
+        health_rows = [key for key, _label, _tip in HEALTH_ROWS if key != "faults"]
+        self.table.setRowCount(len(table.rows) + len(health_rows) + 1)
         for col, label in enumerate(table.labels):
             head = QTableWidgetItem(label)
             head.setForeground(QBrush(QColor(view.color(col))))
             head.setFont(self._bold)
             self.table.setHorizontalHeaderItem(col, head)
         best_bg = QBrush(QColor(BEST_BG))
+        self._best = {}
         for r, row in enumerate(table.rows):
-            self.table.setVerticalHeaderItem(r, QTableWidgetItem(row.label))
+            head = QTableWidgetItem(row.label)
+            head.setToolTip(_ROW_TIPS.get(row.key, ""))
+            self.table.setVerticalHeaderItem(r, head)
             deltas = row.deltas
+            # no star for a run the host had to repair or that overflowed the window: it only looks cheap
+            usable = sound if row.key == "faults" else ok  # the faults row ranks every sound run
+            ranked = [v if usable[i] else None for i, v in enumerate(row.values)]
+            if row.key == "cost":  # cheap because it forgot is not best (compare.table's rule, on sound runs)
+                ranked = _among_best_kept(ranked, table, ok)
+            marks = mark_best(ranked, row.better)
+            self._best[row.label] = marks
             for col, value in enumerate(row.values):
                 text = format_value(row.key, value)
                 if col > 0 and deltas[col] is not None:
                     text += (f" ({deltas[col] * 100:+.1f} pt)" if row.key in ("hit_rate", RETENTION_KEY)
                              else f" ({format_delta(row.key, deltas[col])})")
-                best = bool(row.best and row.best[col])
+                best = bool(marks and marks[col])
                 item = QTableWidgetItem(text + (BEST_MARK if best else ""))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if best:
                     item.setBackground(best_bg)
                     item.setFont(self._bold)
                     item.setToolTip("Best value in this row")
+                self.table.setItem(r, col, item)
+        tips = {key: tip for key, _label, tip in HEALTH_ROWS}
+        labels = {key: label for key, label, _tip in HEALTH_ROWS}
+        bad = QBrush(QColor(theme.FAULT))
+        for i, key in enumerate(health_rows):
+            r = len(table.rows) + 1 + i  # under the status row
+            head = QTableWidgetItem(labels[key])
+            head.setToolTip(tips[key])
+            self.table.setVerticalHeaderItem(r, head)
+            for col, h in enumerate(health):
+                value = h[key] if h is not None else None
+                item = QTableWidgetItem("–" if value is None else f"{value:,}")
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if value:
+                    item.setForeground(bad)
+                    item.setFont(self._bold)
+                    if key != "no_progress":
+                        item.setToolTip(f"{tips[key]}: no best value is marked for this run")
                 self.table.setItem(r, col, item)
         status_row = len(table.rows)
         self.table.setVerticalHeaderItem(status_row, QTableWidgetItem("status"))
@@ -214,7 +262,7 @@ class RunsPanel(CompareAware, Panel):
         if self.summary is None:
             return out
         for row in self.summary.rows:
-            for col, best in enumerate(row.best):
+            for col, best in enumerate(self._best.get(row.label, [])):
                 if best:
                     out.append((row.label, self.summary.labels[col]))
         return out
@@ -260,8 +308,8 @@ class RunsPanel(CompareAware, Panel):
         if tools_a != tools_b:  # the tool schemas are sent too, but are not messages: say so
             same += f" · tool schemas differ ({tools_a:,} → {tools_b:,} tok, not shown in the diff)"
         self.diff_header.setText(
-            f"{where.capitalize()}: {view.label(a)} request #{ra.index} ({_tok(st, 'before')}) vs "
-            f"{view.label(b)} request #{rb.index} ({_tok(st, 'after')})\n{same}")
+            f"{where.capitalize()}: {view.label(a)} request #{ra.index} ({_tok(st, 'before')}, messages only) vs "
+            f"{view.label(b)} request #{rb.index} ({_tok(st, 'after')}, messages only)\n{same}")
         first = self.diff_model.first_interesting_row()
         if first >= 0:
             self.diff_view.scrollTo(self.diff_model.index(first, 0), QAbstractItemView.ScrollHint.PositionAtTop)
@@ -308,3 +356,15 @@ def _plain(text: str) -> QLabel:
 def _tok(st: dict[str, Any], name: str) -> str:
     v = st.get(f"tokens_{name}")
     return f"{v:,} tok" if isinstance(v, int) else "? tok"
+
+
+def _among_best_kept(ranked: list, table: SummaryTable, usable: list[bool]) -> list:
+    """``ranked`` left only for the usable runs that retain as many facts as the best usable run."""
+    kept = next((row.values for row in table.rows if row.key == RETENTION_KEY), None)
+    if kept is None:
+        return ranked
+    best = max((v for i, v in enumerate(kept) if usable[i] and isinstance(v, int | float)), default=None)
+    if best is None:
+        return ranked
+    return [v if isinstance(kept[i], int | float) and abs(kept[i] - best) <= 1e-9 else None
+            for i, v in enumerate(ranked)]

@@ -2,7 +2,10 @@
 
 One curve per figure the trace has (each tokenizer, the rough estimate, recorded usage), the
 threshold as a step line that moves when ``update_model`` changes it, compressions as vertical
-markers. The red line is the cursor: drag it or click anywhere to move to that request.
+markers, and the figure every ``should_compress`` call tested as a point (a triangle where it
+fired): the gate's figure is often not the sent count, and the points show what it compared. A
+request over the context window is drawn as a red cross and named in the readout. y fits the
+data, the threshold and the gates; the context length is drawn when it is within reach. The red line is the cursor: drag it or click anywhere to move to that request.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
 from inspector.trace.model import Trace
 from inspector.ui import plots, theme
@@ -22,7 +25,8 @@ from inspector.ui.cursor import Cursor
 from inspector.ui.derive import TraceFigures, figures, step_points
 from inspector.ui.panels.base import Panel
 
-_SERIES_NAMES = {"tiktoken": "tokenizer", "rough": "rough estimate", "rough_chars": "rough estimate"}
+# every count says what it is (inspector.ui.explain): the tokenizer's and Hermes' rough count of what was sent
+_SERIES_NAMES = {"tiktoken": "sent · tokenizer", "rough": "sent · rough", "rough_chars": "sent · rough"}
 
 
 class TimelinePanel(CompareAware, Panel):
@@ -42,8 +46,9 @@ class TimelinePanel(CompareAware, Panel):
         self.threshold = plots.curve(self.plot, theme.THRESHOLD, "threshold", dashed=True)
         self.context = plots.curve(self.plot, theme.CONTEXT, "context length", dashed=True)
         self.markers: list[pg.GraphicsObject] = []
+        self.gate_items: list[pg.GraphicsObject] = []
         self.cursor_line = plots.CursorLine(self.plot, self._dragged)
-        plots.connect_click(self.plot_widget, self.plot, self._clicked)
+        plots.connect_click(self.plot_widget, self.plot, self._clicked, with_y=True)
         self._fig: TraceFigures | None = None
         self.run_items: list[pg.GraphicsObject] = []  # comparison overlays (one curve per run)
         self._run_prompt: list[np.ndarray] = []
@@ -70,6 +75,8 @@ class TimelinePanel(CompareAware, Panel):
         for item in self.markers:
             self.plot.removeItem(item)
         self.markers = []
+        plots.remove_items(self.plot, self.gate_items, self.legend)
+        self.gate_items = []
         plots.remove_items(self.plot, self.run_items, self.legend)
         self._fig = None
         if self.compare is not None and trace is not None:
@@ -92,18 +99,27 @@ class TimelinePanel(CompareAware, Panel):
                 continue
             label = _SERIES_NAMES.get(key, key)
             if key == "tiktoken" and tokenizer:
-                label = f"tokenizer ({tokenizer})"
+                label = f"sent · {tokenizer}"
             item = plots.curve(self.plot, next(colours, theme.NOTE), html.escape(label), dotted=key.startswith("rough"))
             plots.set_xy(item, fig.x, y)
             self.curves[key] = item
         if np.isfinite(fig.recorded).any():
-            item = plots.curve(self.plot, next(colours, theme.NOTE), "recorded usage")
+            item = plots.curve(self.plot, next(colours, theme.NOTE), "provider-reported")
             plots.set_xy(item, fig.x, fig.recorded)
             self.curves["recorded"] = item
         # the token series first, then threshold and context length (a legend fills free slots,
         # so it is rebuilt rather than edited)
+        self.gate_items = plots.gate_points(self.plot, fig.gate_x, fig.gate_y, fig.gate_fired, theme.COMPRESS)
+        sent = fig.prompt.get("tiktoken")
+        over = np.zeros(0, dtype=bool) if sent is None else (fig.context_length > 0) & (sent > fig.context_length)
+        if over.any():
+            item = pg.ScatterPlotItem(fig.x[over], sent[over], symbol="x", size=11, pen=pg.mkPen(theme.FAULT, width=2),
+                                      brush=pg.mkBrush(theme.FAULT), name="over the window")
+            item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+            self.plot.addItem(item)
+            self.gate_items.append(item)
         self.legend.clear()
-        for item in [*self.curves.values(), self.threshold, self.context]:
+        for item in [*self.curves.values(), *self.gate_items, self.threshold, self.context]:
             self.legend.addItem(item, item.name())
         self.legend.fit(self.plot_widget.height(), self.plot_widget.width())
         plots.set_xy(self.threshold, *step_points(fig.x, fig.threshold))
@@ -114,7 +130,15 @@ class TimelinePanel(CompareAware, Panel):
         self.markers = plots.vertical_markers(self.plot, ok, theme.COMPRESS, y_span=(0, top))
         self.markers += plots.vertical_markers(self.plot, bad, theme.FAULT, y_span=(0, top))
         self.plot.setXRange(-0.5, fig.n - 0.5, padding=0.01)
-        self.plot.enableAutoRange(axis="y")
+        self._fit_y([*fig.prompt.values(), fig.recorded, fig.gate_y], [fig.threshold, fig.context_length])
+
+    def _fit_y(self, data: list[np.ndarray], limits: list[np.ndarray]) -> None:
+        """y to the data; a limit line (threshold, context length) joins when it is within twice the
+        data's top (the readout names it either way), so a small session is not a flat line at 0."""
+        arrays = [a for a in data if a.size]
+        top = max([float(np.nanmax(a)) for a in arrays if np.isfinite(a).any()] or [1.0])
+        near = [a for a in limits if a.size and np.isfinite(a).any() and float(np.nanmax(a)) < 2 * top]
+        plots.fit_y(self.plot, arrays + near)
 
     def _render_compare(self) -> None:
         """Overlay: prompt tokens of every run on the alignment rows, thresholds dashed, one colour per run."""
@@ -126,15 +150,24 @@ class TimelinePanel(CompareAware, Panel):
         self._run_prompt = view.series("prompt_tokens")
         self.run_items = plots.overlay_runs(self.plot, view, self._run_prompt, legend=self.legend)
         self.legend.fit(self.plot_widget.height(), self.plot_widget.width())
-        self.run_items += plots.overlay_runs(self.plot, view, view.series("threshold_tokens"), dashed=True, step=True)
+        thresholds = view.series("threshold_tokens")
+        self.run_items += plots.overlay_runs(self.plot, view, thresholds, dashed=True, step=True)
+        gate_y = []
+        for run in view.runs:
+            gx, gy, fired = _gates_on_rows(view, run)
+            gate_y.append(gy)
+            # named once (in the first run's colour): the legend says what a point is, the colour whose
+            items = plots.gate_points(self.plot, gx, gy, fired, view.color(run), legend=run == view.runs[0])
+            self.run_items += items
         top = max([float(np.nanmax(a)) for a in self._run_prompt if np.isfinite(a).any()] or [1.0])
         for run, points in enumerate(view.compressions()):
             if run in view.runs and points:
                 self.run_items += plots.vertical_markers(self.plot, [p["x"] for p in points], view.color(run),
                                                          y_span=(0, top))
         self.plot.setXRange(-0.5, max(1, view.row_count) - 0.5, padding=0.01)
-        self.plot.enableAutoRange(axis="y")
-        self.plot.setLabel("bottom", "aligned request (turn, call)", color=theme.PLOT_FG)
+        self._fit_y([*self._run_prompt, *gate_y], list(thresholds))
+        self.plot.setLabel("bottom", "aligned request (turn, call) · sent tokens (tokenizer); points: what each "
+                           "gate tested", color=theme.PLOT_FG)
 
     def _render_compare_cursor(self, k: int) -> None:
         view = self.compare
@@ -178,13 +211,60 @@ class TimelinePanel(CompareAware, Panel):
             if np.isfinite(y[r]):
                 parts.append(f"{_SERIES_NAMES.get(key, key)} {int(y[r]):,}")
         if np.isfinite(fig.recorded[r]):
-            parts.append(f"recorded {int(fig.recorded[r]):,}")
+            parts.append(f"provider-reported (transcript) {int(fig.recorded[r]):,}")
         parts.append(f"threshold {int(fig.threshold[r]):,}")
         parts.append(f"context {int(fig.context_length[r]):,}")
+        sent = fig.prompt.get("tiktoken")
+        if sent is not None and fig.context_length[r] and sent[r] > fig.context_length[r]:
+            parts.insert(1, f"OVER THE WINDOW by {int(sent[r] - fig.context_length[r]):,}")
+        gate = _gate_at(trace, k)
+        if gate is not None:
+            parts.append(gate)
         self.readout.setText(" · ".join(parts))
 
     def _dragged(self, x: float) -> None:
         self._jump_to_x(x)
 
-    def _clicked(self, x: float) -> None:
+    def _clicked(self, x: float, y: float | None = None) -> None:
+        """In a comparison a click on (or next to) a run's compression marker selects that run's
+        compress; where runs compress at the same row, the run whose curve is nearest the click."""
+        view_range = self.plot.getViewBox().viewRange()[0]
+        if self.compare is not None:
+            prompt = self._run_prompt
+
+            def level(run: int, _i: int, p: dict) -> float:
+                row = max(0, min(len(prompt[run]) - 1, int(np.floor(p["x"]))))
+                value = prompt[run][row] if len(prompt[run]) else np.nan
+                return float(value) if np.isfinite(value) else float("inf")
+
+            if self._jump_to_marker(x, max(0.6, (view_range[1] - view_range[0]) / 200), y, level):
+                return
         self._jump_to_x(x)
+
+
+def _gate_at(trace: Trace, k: int) -> str | None:
+    """At a should_compress call: what it tested, against what, and its answer."""
+    from inspector.trace import model as tm
+    from inspector.ui.explain import gate_figure
+
+    ev = trace.events[k]
+    figure = gate_figure(ev) if ev.kind == tm.EV_SHOULD else None
+    if figure is None:
+        return None
+    site = ev.args.get("site", "") if isinstance(ev.args, dict) else ""
+    return f"gate ({site}) tested {figure:,} → {str(ev.result).lower()}"
+
+
+def _gates_on_rows(view, run: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # noqa: ANN001 - CompareView
+    """A run's gate points with x on the alignment rows (a prepared call's row, else between rows)."""
+    trace = view.trace(run)
+    fig = figures(trace)
+    xs = np.empty(fig.gate_x.shape[0])
+    align = view.alignment
+    for i, (x, k) in enumerate(zip(fig.gate_x, fig.gate_event)):
+        if float(x).is_integer() and 0 <= int(x) < len(trace.requests):
+            row = align.row_for(run, trace.requests[int(x)].event)
+            xs[i] = float(row) if row is not None else np.nan
+        else:
+            xs[i] = align.event_x(run, int(k))
+    return xs, fig.gate_y, fig.gate_fired
