@@ -113,14 +113,14 @@ def run(args: argparse.Namespace) -> int:
     if args.address and args.backend != "ray":
         problems.append("--address is for --backend ray")
     try:
-        settings = [(s, setting_config(config, s)) for s in parse_sweeps(args.sweep)]
+        settings = [(s, setting_config(config, s) if s else config) for s in parse_sweeps(args.sweep)]
     except ConfigError as exc:
         problems.append(str(exc))
         settings = []
     from inspector.config import config_warnings
 
-    known = set(config_warnings(config))
-    for setting, cfg in settings:
+    known = set(config_warnings(config)) if args.sweep else set()
+    for setting, cfg in settings if args.sweep else ():
         for warning in config_warnings(cfg):
             if warning not in known:
                 print(f"warning: --sweep {setting_label(setting)}: config {warning}", file=sys.stderr)

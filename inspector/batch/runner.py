@@ -9,6 +9,7 @@ it runs the same in a spawned process, a Ray worker or the caller's own thread.
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Any
 
@@ -21,6 +22,19 @@ def replay_task(task: dict[str, Any]) -> dict[str, Any]:
     for a bad session, engine or replay (the result says what failed), only for an interrupt."""
     started = time.perf_counter()
     result = {**task_identity(task), "ok": False, "error": None}
+    # Automatic collection stays off until the trace is dropped: re-enabled at the end of the
+    # replay (inspector.host.gc_batches), its first pass would walk the whole trace, which a
+    # task only summarises and frees. The replay still collects young garbage between batches.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(task, result, started)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(task: dict[str, Any], result: dict[str, Any], started: float) -> dict[str, Any]:
     try:
         trace = _replay(task)
     except Exception as exc:
@@ -36,6 +50,7 @@ def replay_task(task: dict[str, Any]) -> dict[str, Any]:
                 result["trace_path"] = task["trace_path"]
             except OSError as exc:
                 result["trace_error"] = f"cannot write the trace: {exc.strerror or exc}"
+        del trace
     result["seconds"] = round(time.perf_counter() - started, 4)
     return result
 

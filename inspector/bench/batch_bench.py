@@ -8,6 +8,9 @@ measures, ``--repeat`` times each (medians reported, with the spread):
 - the cold batch: ``context-inspector batch`` over the same tasks on P workers, with an empty
   result store and an empty token-count cache; its wall time as a ratio to (sum of single
   replays ÷ P) (target: at most 1.25). It includes starting the worker processes;
+- the CPU time of both (this process and the batch's finished workers): on a machine other work
+  keeps busy the wall-time ratio shows the share of the cores the batch got, the CPU ratio
+  what the batch costs beyond the replays;
 - the rerun: the same command again (every result reused), as a ratio to the cold batch
   (target: at most 0.05);
 - the batch with ``--fresh`` and the token cache warm (every task replayed, no message
@@ -29,6 +32,7 @@ import contextlib
 import io
 import json
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -48,28 +52,34 @@ def _write_sessions(folder: str, count: int, turns: int) -> list[str]:
     return paths
 
 
-def _batch(argv: list[str]) -> tuple[float, dict]:
+def _cpu() -> float:
+    """CPU time of this process and of its finished children (the batch's workers, once shut down)."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _batch(argv: list[str]) -> tuple[float, dict, float]:
     from inspector.cli import main
 
     out = io.StringIO()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = main(["batch", *argv, "--json", "--quiet"])
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, _cpu() - cpu
     if code != 0:
         raise SystemExit(f"batch failed with exit code {code}")
-    return seconds, json.loads(out.getvalue())
+    return seconds, json.loads(out.getvalue()), cpu
 
 
-def _singles(tasks: list[dict]) -> float:
+def _singles(tasks: list[dict]) -> tuple[float, float]:
     from inspector.batch.runner import replay_task
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     for task in tasks:
         result = replay_task(task)
         if result.get("error"):
             raise SystemExit(f"task failed: {result['error']}")
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu() - cpu
 
 
 def _tasks(paths: list[str], engines: list[str]) -> list[dict]:
@@ -110,6 +120,7 @@ def main() -> int:
     workers = args.workers or default_workers()
     load_before = os.getloadavg()
     singles, cold, rerun, fresh = [], [], [], []
+    singles_cpu, cold_cpu = [], []
     with tempfile.TemporaryDirectory() as tmp:
         folder = os.path.join(tmp, "sessions")
         os.mkdir(folder)
@@ -118,20 +129,23 @@ def main() -> int:
         for r in range(max(1, args.repeat)):
             os.environ[persistent.ENV_VAR] = os.path.join(tmp, f"singles-{r}.sqlite")
             persistent.forget_open_caches()
-            singles.append(_singles(tasks))
+            seconds, cpu = _singles(tasks)
+            singles.append(seconds)
+            singles_cpu.append(cpu)
             os.environ[persistent.ENV_VAR] = os.path.join(tmp, f"batch-{r}.sqlite")
             persistent.forget_open_caches()
             out = os.path.join(tmp, f"out-{r}")
             argv = [folder, *sum((["--engine", e] for e in engines), []), "--out", out, "--workers", str(workers)]
-            seconds, doc = _batch(argv)
+            seconds, doc, cpu = _batch(argv)
             if len(doc["tasks"]) != len(tasks) or any(t["reused"] for t in doc["tasks"]):
                 raise SystemExit("the cold batch did not run every task")
             cold.append(seconds)
-            seconds, doc = _batch(argv)
+            cold_cpu.append(cpu)
+            seconds, doc, _ = _batch(argv)
             if not all(t["reused"] for t in doc["tasks"]):
                 raise SystemExit("the rerun replayed tasks")
             rerun.append(seconds)
-            seconds, _ = _batch([*argv, "--fresh"])
+            seconds, _, _ = _batch([*argv, "--fresh"])
             fresh.append(seconds)
     load_after = os.getloadavg()
     ideal = [s / workers for s in singles]
@@ -141,6 +155,9 @@ def main() -> int:
     print(f"sum of single replays: {_spread(singles)} s")
     print(f"cold batch: {_spread(cold)} s -> ratio to (sum ÷ {workers}): "
           f"{_spread([c / i for c, i in zip(cold, ideal)])} (target <= 1.25)")
+    print(f"CPU time: singles {_spread(singles_cpu)} s, cold batch (parent and workers) {_spread(cold_cpu)} s "
+          f"-> ratio {_spread([b / a for a, b in zip(singles_cpu, cold_cpu)])}: what the batch costs beyond the "
+          "replays themselves (worker start-up, session hashing), whatever the machine's load")
     print(f"rerun (every result reused): {_spread(rerun)} s -> ratio to cold: "
           f"{_spread([r / c for r, c in zip(rerun, cold)])} (target <= 0.05)")
     print(f"--fresh with the token cache warm: {_spread(fresh)} s -> ratio to cold: "
