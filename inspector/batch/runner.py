@@ -68,29 +68,14 @@ def failed_result(task: dict[str, Any], error: str) -> dict[str, Any]:
 
 
 def _replay(task: dict[str, Any]) -> Any:
-    from inspector.engines.discovery import load_engine
-    from inspector.engines.stdout_guard import stdout_to_stderr
-    from inspector.host.cli import ReplayCrashed
-    from inspector.host.replay import make_counter, replay
+    """The replay in a worker process of its own, as every command runs engines (inspector.worker):
+    an engine that hangs in C, exits or eats memory fails this task alone."""
+    from inspector.host.cli import run_engines
     from inspector.sessions import load_session, require_conversation
 
-    config = task["config"]
     session = require_conversation(load_session(task["session"]["spec"]))
-    counter = make_counter(config)
-    counter.count_ahead = False  # the batch gives every core a replay already: no thread counting ahead
-    with stdout_to_stderr():  # what an engine prints never reaches a --json on stdout
-        loaded = load_engine(task["engine"], config, plugin_dirs=task.get("plugin_dirs") or [])
-        try:
-            return replay(session, loaded, config, counter=counter, label=task["engine"])
-        except Exception as exc:
-            from inspector.cli import _is_user_error
-
-            if _is_user_error(exc):
-                raise
-            raise ReplayCrashed(task["engine"], exc) from exc
-        finally:
-            loaded.close()
-            counter.flush()  # this task's new counts, for every later task and process
+    (trace,) = run_engines(session, [task["engine"]], task["config"], task.get("plugin_dirs") or [], quiet=True)
+    return trace
 
 
 def _figures(trace: Any) -> dict[str, Any]:
@@ -108,7 +93,7 @@ def _figures(trace: Any) -> dict[str, Any]:
         "recorded_prompt": rec_prompt if recorded else None,
         "recorded_cache_read": rec_read if recorded else None,
         "recorded_hit_rate": (rec_read / rec_prompt) if rec_prompt else None,
-        "stopped": trace.meta.get("stopped") or None,
+        "stopped": trace.meta.get("stopped") or trace.meta.get("stopped_by_worker") or None,
     }
 
 

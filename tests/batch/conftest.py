@@ -18,6 +18,9 @@ def _private_caches(tmp_path, monkeypatch):
     """Each test has its own token cache and its own default result folder (the user's are untouched)."""
     monkeypatch.setenv(persistent.ENV_VAR, str(tmp_path / "token-cache.sqlite"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    # The test engines note their process ids in the test's folder, which bubblewrap keeps read-only;
+    # containment has its own suite (tests/worker), these test the batch around it.
+    monkeypatch.setenv("CONTEXT_INSPECTOR_SANDBOX", "off")
     yield
     persistent.forget_open_caches()
 
