@@ -53,8 +53,11 @@ def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     (engine / "plugin.yaml").write_text("name: leaky\nversion: 0.1.0\ndescription: prints the environment\n",
                                         encoding="utf-8")
     config = tmp_path / "config.yaml"
+    # An endpoint is configured, so the engine's worker is given the keys (it may need them to
+    # reach that endpoint): what it prints of them must be masked everywhere.
     config.write_text("inspector:\n  live:\n    api_key_env: LOCALTOKEN\n"
-                      f"auxiliary:\n  compression:\n    api_key_env: AUXTOKEN\n    api_key: {LITERAL}\n",
+                      f"auxiliary:\n  compression:\n    base_url: http://127.0.0.1:9/v1\n"
+                      f"    api_key_env: AUXTOKEN\n    api_key: {LITERAL}\n",
                       encoding="utf-8")
     session = tmp_path / "s.json"
     session.write_text(json.dumps([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}] * 2),
@@ -92,6 +95,17 @@ def test_after_an_engine_kills_the_process_no_config_copy_holds_a_key(cli, tmp_p
     left = [p for p in cli.scratch.rglob("*") if p.is_file() and not p.is_symlink()]
     for path in left:
         _assert_no_key(path.read_text(encoding="utf-8", errors="replace"), str(path))
-    copies = [p for p in left if p.name == "config.yaml"]
-    assert copies, "the sandbox copy of config.yaml is what this test inspects"
-    assert "AUXTOKEN" in copies[0].read_text(encoding="utf-8")  # the copy keeps the variable's name
+    for copy in (p for p in left if p.name == "config.yaml"):  # the worker's folder is usually gone
+        assert "AUXTOKEN" in copy.read_text(encoding="utf-8")  # a copy keeps the variable's name only
+
+
+def test_without_an_endpoint_the_engine_is_not_given_the_keys(cli, tmp_path):
+    plugins, config, session = _setup(tmp_path)
+    config.write_text(config.read_text(encoding="utf-8").replace("    base_url: http://127.0.0.1:9/v1\n", ""),
+                      encoding="utf-8")
+    r = cli("replay", str(session), "--plugin-dir", str(plugins), "--engine", "leaky", "--config", str(config),
+            "--json", env={"LOCALTOKEN": KEY, "AUXTOKEN": AUX}, inputs=(session, config))
+    assert r.code == 0, r.err[-3000:]
+    assert "KeyError" in r.out and "LOCALTOKEN" in r.out  # the engine looked for the key and found none
+    _assert_no_key(r.out, "stdout (--json)")
+    _assert_no_key(r.err, "stderr")
