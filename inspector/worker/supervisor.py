@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import codecs
 import os
+import queue
 import re
 import selectors
 import shutil
@@ -242,6 +243,7 @@ class Worker:
         self._echo_cut = False
         self._mem_checked = 0.0
         self._secrets: list[str] = []
+        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
 
     # -- starting ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -270,31 +272,32 @@ class Worker:
         self._fds = {read_fd: "frames", self.proc.stdout.fileno(): "stdout", self.proc.stderr.fileno(): "stderr"}
         for fd in self._fds:
             os.set_blocking(fd, False)
-        data = encode(self.job)
-        threading.Thread(target=self._send_job, args=(data,), name="inspector-worker-job", daemon=True).start()
+        self._outbox.put(encode(self.job))
+        threading.Thread(target=self._send_frames, name="inspector-worker-input", daemon=True).start()
 
-    def _send_job(self, data: bytes) -> None:
-        """The job can be megabytes (a whole session): written on its own thread, the pipe then held open
-        so the worker knows its supervisor is alive."""
+    def _send_frames(self) -> None:
+        """Frames to the worker's stdin, in order, on their own thread: the job (with a whole session it is
+        megabytes) must not hold up the supervisor; the pipe then stays open so the worker knows we live."""
         stdin = self.proc.stdin if self.proc is not None else None
-        if stdin is None:
-            return
-        try:
-            stdin.write(data)
-            stdin.flush()
-        except (OSError, ValueError):
-            pass
+        while stdin is not None:
+            data = self._outbox.get()
+            if data is None:
+                return
+            try:
+                stdin.write(data)
+                stdin.flush()
+            except (OSError, ValueError):
+                return
+
+    def post(self, message: dict[str, Any]) -> None:
+        """Send the worker a frame after its job (the session of a job started before it was read)."""
+        self._outbox.put(encode(message))
 
     def send_cancel(self) -> None:
         if self.cancel_sent is not None or self.proc is None or self.proc.poll() is not None:
             return
         self.cancel_sent = time.monotonic()
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(encode({"type": "cancel"}))
-            self.proc.stdin.flush()
-        except (OSError, ValueError):
-            pass
+        self.post({"type": "cancel"})
 
     # -- reading -------------------------------------------------------------------------------
     def fds(self) -> list[int]:
@@ -600,6 +603,7 @@ class Worker:
         for fd in list(self._fds):
             self._close_fd(fd)
         proc = self.proc
+        self._outbox.put(None)
         if proc is not None:
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 try:
@@ -621,7 +625,8 @@ def run_workers(workers: Sequence[Worker], *, parallel: int | None = None, cance
     folder before it propagates.
     """
     parallel = max(1, parallel or os.cpu_count() or 1)
-    pending = list(range(len(workers)))
+    started = [i for i, w in enumerate(workers) if w.proc is not None]  # started ahead (see ``post``)
+    pending = started + [i for i in range(len(workers)) if i not in started]
     running: list[int] = []
     outcomes: list[Outcome | None] = [None] * len(workers)
     selector = selectors.DefaultSelector()
@@ -634,7 +639,8 @@ def run_workers(workers: Sequence[Worker], *, parallel: int | None = None, cance
                     outcomes[i] = Outcome(status=STATUS_CANCELLED, notes=["cancelled before it started"])
                     continue
                 i = pending.pop(0)
-                workers[i].start()
+                if workers[i].proc is None:
+                    workers[i].start()
                 running.append(i)
             for i in running:
                 for fd in workers[i].fds():
