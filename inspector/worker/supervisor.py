@@ -141,15 +141,17 @@ class Outcome:
         return self.status
 
 
-def exit_description(code: int | None) -> str:
+def exit_description(code: int | None, *, wrapped: bool = False) -> str:
+    """``killed by SIGSEGV`` or ``exit status 3``; ``wrapped``: bubblewrap reports a signal as 128 + its number."""
     if code is None:
         return "still running"
-    if code < 0:
+    number = -code if code < 0 else (code - 128 if wrapped and code > 128 else 0)
+    if number:
         try:
-            name = signal.Signals(-code).name
+            name = signal.Signals(number).name
         except ValueError:
-            name = f"signal {-code}"
-        return f"killed by {name}"
+            name = f"signal {number}"
+        return f"killed by {name}" + (f" (exit status {code})" if code > 0 else "")
     return f"exit status {code}"
 
 
@@ -569,7 +571,7 @@ class Worker:
 
     def _death_fault(self, code: int, activities: list[tracker.Activity]) -> Fault:
         running = [a for a in activities if a.slot != tracker.PHASE] or activities
-        how = exit_description(code)
+        how = exit_description(code, wrapped=self.isolation.kind == "bubblewrap")
         if self.raised is not None:
             name = self.raised.get("exception") or "an exception"
             detail = str(self.raised.get("message") or "")

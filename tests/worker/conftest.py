@@ -44,6 +44,7 @@ HOOKS = {
     "import_regex": ("re.match(r'(a+)+$', 'a' * 40 + 'b')", "", "", "", "False"),
     "exit_in_hook": ("", "        os._exit(3)", "", "", "False"),
     "exit_at_import": ("os._exit(4)", "", "", "", "False"),
+    "segfault_in_hook": ("", "        import ctypes\n        ctypes.string_at(0)", "", "", "False"),
     "raises_base": ("", "        raise BaseException('out of the hook')", "", "", "False"),
     "raises_interrupt": ("", "        raise KeyboardInterrupt", "", "", "False"),
     "raises_generator_exit": ("", "        raise GeneratorExit", "", "", "False"),

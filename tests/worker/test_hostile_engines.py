@@ -51,6 +51,7 @@ CASES = {
     "regex_hook": (2, "timeout", "should_compress"),
     "regex_compress": (2, "timeout", "compress"),
     "exit_in_hook": (2, "died", "update_from_response"),
+    "segfault_in_hook": (2, "died", "update_from_response"),
     "raises_base": (2, "died", "update_from_response"),
     "raises_interrupt": (2, "died", "update_from_response"),
     "raises_generator_exit": (2, "died", "update_from_response"),
@@ -76,6 +77,8 @@ def test_a_frozen_or_dying_engine_is_a_located_fault_and_the_command_ends(
         fault = run["faults"][-1]
         assert f"context_engine/{name}/__init__.py" in fault["where"] and fault["where"].endswith(f" in {hook}")
         assert saved and json.loads(saved)["meta"]["worker_status"] == want_status  # the partial trace is kept
+        if name == "segfault_in_hook":
+            assert "SIGSEGV" in fault["message"]
     assert tree_hash(fake_home) == before
     _no_key(out, err, saved)
 
