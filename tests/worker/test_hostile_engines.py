@@ -164,3 +164,14 @@ def test_doctor_reports_a_frozen_hook_as_a_failure(capsys, hostile_dir, hostile_
     failure = next(f for f in report["findings"] if f["status"] == "fail")
     assert "should_compress" in failure["message"] and "context_engine/regex_hook" in failure["message"]
     _no_key(out, err)
+
+
+def test_doctor_ends_when_compress_returns_a_million_messages(capsys, hostile_dir, hostile_config, fake_home):
+    before = tree_hash(fake_home)
+    code, out, err, took = _run(capsys, ["doctor", "million_messages", "--plugin-dir", str(hostile_dir), "--config",
+                                         str(hostile_config), "--json"])
+    assert took < BOUND and code == 1
+    failures = [f for f in json.loads(out)["findings"] if f["status"] == "fail"]
+    assert any("compress" in f["check"] for f in failures)
+    assert tree_hash(fake_home) == before
+    _no_key(out, err)
