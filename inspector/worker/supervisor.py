@@ -236,6 +236,7 @@ class Worker:
         self.last_beat = 0.0
         self.last_stack: str | None = None
         self.killed: tuple[str, Fault] | None = None
+        self._hook = ""  # the hook the worker was killed in
         self.cancel_sent: float | None = None
         self.exit_status: int | None = None
         self.protocol_error: str | None = None
@@ -326,10 +327,21 @@ class Worker:
                 self._kill("protocol", Fault("host_error", f"the worker's stream broke: {exc}; the worker was killed"))
                 self._close_fd(fd)
                 return
-            for frame in frames:
-                self._frame(frame)
+            self._frames(frames)
         else:
             self._echo(what, data)
+
+    def _frames(self, frames: list[dict[str, Any]]) -> None:
+        """Handle frames; one whose fields are not what we sent (engine code can write anything to the
+        pipe) breaks the stream like a malformed frame: the worker is killed, this process goes on."""
+        for frame in frames:
+            try:
+                self._frame(frame)
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+                self.protocol_error = f"a {str(frame.get('type'))[:40]!r} frame it sent is malformed ({exc})"
+                self._kill("protocol", Fault("host_error", f"the worker's stream broke: {self.protocol_error}; "
+                                             "the worker was killed"))
+                return
 
     def _close_fd(self, fd: int) -> None:
         """Stop reading ``fd``; the frame pipe is ours to close, stdout and stderr close with ``proc``."""
@@ -527,8 +539,7 @@ class Worker:
                 progressed = True
                 if self._fds.get(fd) == "frames":
                     try:
-                        for frame in self.frames.feed(data):
-                            self._frame(frame)
+                        self._frames(self.frames.feed(data))
                     except ProtocolError as exc:
                         self.protocol_error = str(exc)
                         self._close_fd(fd)
@@ -594,8 +605,9 @@ class Worker:
             return
         trace = out.trace
         last = trace.events[-1] if trace.events else None
-        kind = getattr(self, "_hook", "") or EV_FAULT
-        trace.add_event(Event(index=0, kind=kind if kind != "the worker" else EV_FAULT,
+        hook = self._hook.split(" ", 1)[0]  # "compress (pool)" is a compress event
+        kind = hook if hook.isidentifier() else EV_FAULT
+        trace.add_event(Event(index=0, kind=kind,
                               turn=last.turn if last else None, t=last.t if last else 0.0,
                               state=last.state if last else None, fault=out.fault,
                               note="the run ended here: the worker " + ("was killed" if self.killed else "died")))

@@ -62,6 +62,11 @@ HOOKS = {
                     "        subprocess.run('echo pwned >> ~/.bashrc; mkdir -p ~/.config/evil2', shell=True)\n"
                     "        try:\n            open(pwd.getpwuid(os.getuid()).pw_dir + '/.context-inspector-hostile', 'w')\n"
                     "        except OSError: pass", "", "", "False"),
+    # Engine code can find the frame pipe (the worker's argv) and write frames of its own.
+    "forges_frames": ("", "        import json, struct\n"
+                      "        bad = json.dumps({'type': 'batch', 'batch': {'events': [[1]]}}).encode()\n"
+                      "        os.write(int(sys.argv[1]), struct.pack('>I', len(bad)) + bad)\n"
+                      "        time.sleep(5)", "", "", "False"),
     "prints_environ": ("", "        print(dict(os.environ))\n        print(os.environ.get('OPENAI_API_KEY'), "
                        "file=sys.stderr)", "", "", "False"),
 }

@@ -175,3 +175,12 @@ def test_doctor_ends_when_compress_returns_a_million_messages(capsys, hostile_di
     assert any("compress" in f["check"] for f in failures)
     assert tree_hash(fake_home) == before
     _no_key(out, err)
+
+
+def test_frames_forged_by_engine_code_kill_its_worker_not_the_command(capsys, tmp_path, session_file, hostile_dir,
+                                                                      hostile_config, fake_home):
+    code, out, err, took, saved = _replay(capsys, tmp_path, session_file, hostile_dir, hostile_config,
+                                          "forges_frames")
+    assert took < BOUND and code == 2
+    run = json.loads(out)["runs"][0]
+    assert run["status"] == "protocol" and "stream broke" in run["faults"][-1]["message"]
