@@ -10,7 +10,12 @@
 Each figure is the median of ``--repeat`` alternating runs (the machine is shared: other load
 adds time to either side at random).
 
-Usage: python -m inspector.bench.worker_bench [--turns 2000] [--repeat 5]
+With ``--before PATH`` (a checkout of the inspector from before the worker boundary, e.g. the main
+branch) it also times the whole ``context-inspector replay`` command end to end, in a fresh
+process each time, with that checkout and with this one: both pay the interpreter's start, the
+imports and the tokenizer's load, which the in-process figure above gets for free.
+
+Usage: python -m inspector.bench.worker_bench [--turns 2000] [--repeat 5] [--before PATH]
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import gc
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -33,6 +40,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--before", help="a checkout of the inspector before the worker boundary (end-to-end timing)")
     args = parser.parse_args()
 
     from inspector.engines.discovery import load_engine
@@ -102,6 +110,22 @@ def main() -> int:
               f"-> ratio {worker / base:.2f}")
         print(f"ratio growth from the worker boundary: {worker / host - 1:+.1%} (median per pair "
               f"{statistics.median(per_pair):+.1%}; target <= +5%)")
+
+        if args.before:
+            here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+            def command(root: str) -> float:
+                argv = [sys.executable, "-c", "import sys; from inspector.cli import main; sys.exit(main())", "replay",
+                        session_path, "--engine", "drop-oldest", "--plugin-dir", tmp, "--quiet",
+                        "--out", os.path.join(tmp, "out.json")]
+                start = time.perf_counter()
+                subprocess.run(argv, env={**os.environ, "PYTHONPATH": root}, check=True, capture_output=True)
+                return time.perf_counter() - start
+
+            ends = [(command(args.before), command(here)) for _ in range(max(1, args.repeat))]
+            before, after = statistics.median(e[0] for e in ends), statistics.median(e[1] for e in ends)
+            print(f"replay command end to end: before {before:.2f} s, with workers {after:.2f} s -> "
+                  f"{after / before - 1:+.1%} (median per pair {statistics.median(b / a - 1 for a, b in ends):+.1%})")
 
         seq, par = [], []
         for _ in range(max(1, args.repeat)):
