@@ -71,12 +71,15 @@ def main() -> int:
                 counter.count_message(msg)
             return time.perf_counter() - start
 
+        host_seconds: dict[str, list[float]] = {"process": [], "worker": []}
+
         def in_process() -> float:
             start = time.perf_counter()
             read = load_session(session_path)
             loaded = load_engine("drop-oldest", config, plugin_dirs=plugins)
-            replay(read, loaded, config)
+            trace = replay(read, loaded, config)
             loaded.close()
+            host_seconds["process"].append(float(trace.meta["host_seconds"]))
             return time.perf_counter() - start
 
         def replay_command_in_worker() -> float:
@@ -85,6 +88,7 @@ def main() -> int:
             outcome = started.send(load_session(session_path))[0]
             took = time.perf_counter() - start
             assert outcome.ok, outcome.describe()
+            host_seconds["worker"].append(float(outcome.trace.meta["host_seconds"]))
             return took
 
         def in_worker(runs: int = 1, parallel: int = 1, engines: tuple[str, ...] = ("drop-oldest",)) -> float:
@@ -110,6 +114,9 @@ def main() -> int:
               f"-> ratio {worker / base:.2f}")
         print(f"ratio growth from the worker boundary: {worker / host - 1:+.1%} (median per pair "
               f"{statistics.median(per_pair):+.1%}; target <= +5%)")
+        inside, alone = statistics.median(host_seconds["worker"]), statistics.median(host_seconds["process"])
+        print(f"the host's own time (meta.host_seconds): in process {alone:.2f} s, inside the worker {inside:.2f} s "
+              f"(hook tracking, heartbeats and streaming included) -> {inside / alone - 1:+.1%}")
 
         if args.before:
             here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
