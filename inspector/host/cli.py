@@ -50,15 +50,23 @@ def _progress(label: str, quiet: bool):
 def run_engines(session: Any, names: list[str], config: dict, plugin_dirs: list[str], quiet: bool = True) -> list:
     """Replay each engine in its own worker process (all at once); returns traces in order.
 
-    Raises :class:`EngineLoadError`-like errors as :class:`ReplayFailed`; a worker that froze or
-    died leaves its partial trace, ending with that fault, and its status in ``trace.meta``.
+    Raises :class:`ReplayFailed` when a run produced no trace; a worker that froze or died leaves
+    its partial trace, ending with that fault, and its status in ``trace.meta``.
     """
-    from inspector.worker.replays import RunRequest, replay_in_workers
+    return collect_traces(start_engines(names, config, plugin_dirs, quiet).send(session), names)
+
+
+def start_engines(names: list[str], config: dict, plugin_dirs: list[str], quiet: bool = True) -> Any:
+    """One worker per engine, started now: they load their engines while the session is read."""
+    from inspector.worker.replays import RunRequest, StartedReplays
 
     labels = unique_labels(names)
     report = None if quiet else _progress_by_label(labels)
-    outcomes = replay_in_workers(session, [RunRequest(n, config, label) for n, label in zip(names, labels)],
-                                 plugin_dirs, progress=report)
+    return StartedReplays([RunRequest(n, config, label) for n, label in zip(names, labels)], plugin_dirs,
+                          progress=report)
+
+
+def collect_traces(outcomes: list, names: list[str]) -> list:
     traces = []
     for name, outcome in zip(names, outcomes):
         for note in outcome.notes:
@@ -274,26 +282,36 @@ def run(args: argparse.Namespace) -> int:
             if problem:
                 print(f"error: --out {path}: {problem}", file=sys.stderr)
                 return 2
+    # Engines run in workers (what they print reaches stderr, never the table or the JSON), started
+    # now so that they start Python and load their engines while this process reads the session.
+    started = start_engines(engines, config, plugin_dirs, quiet=args.quiet or args.json)
+    sent = False
     try:
-        session = require_conversation(load_session(args.session, format=args.format, session_id=args.session_id))
-    except ReaderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"error: {args.session}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    print_session_warnings(session)
-    from inspector.host.transcript_defaults import describe, settle
+        try:
+            session = require_conversation(load_session(args.session, format=args.format, session_id=args.session_id))
+        except ReaderError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(f"error: {args.session}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        print_session_warnings(session)
+        from inspector.host.transcript_defaults import describe, settle
 
-    config = settle(config, session)
-    assumed = model_note(session, str((config.get("model") or {}).get("default") or ""))
-    if assumed:
-        print(f"note: {assumed}", file=sys.stderr)
-    try:  # engines run in workers: what they print reaches stderr, never the table or the JSON
-        traces = run_engines(session, engines, config, plugin_dirs, quiet=args.quiet or args.json)
-    except ReplayFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        # What the worker's replay settles too (inspector.host.replay.replay): said here once.
+        config = settle(config, session)
+        assumed = model_note(session, str((config.get("model") or {}).get("default") or ""))
+        if assumed:
+            print(f"note: {assumed}", file=sys.stderr)
+        sent = True
+        try:
+            traces = collect_traces(started.send(session), engines)
+        except ReplayFailed as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    finally:
+        if not sent:
+            started.abort()
     print(f"note: {describe(config['x_assumed'])}", file=sys.stderr)
     for warning in {w for t in traces for w in ((t.meta.get("usage_model") or {}).get("calibration") or {}).get(
             "warnings", ())}:

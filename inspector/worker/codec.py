@@ -11,11 +11,12 @@ state, output) during the turn it belongs to; the final batch resends the token 
 from __future__ import annotations
 
 import itertools
+import operator
 from dataclasses import fields
 from typing import Any
 
 from inspector.sessions.model import ApiCall, Compaction, Session, Turn, Usage
-from inspector.trace.io import _DELTA_WINDOW, _decode_lists, _encode_lists
+from inspector.trace.io import _common_prefix_len, _decode_lists
 from inspector.trace.model import CacheInfo, Event, Fault, Request, Trace
 
 # -- sessions ------------------------------------------------------------------------------------
@@ -61,10 +62,16 @@ def session_from_json(data: dict[str, Any]) -> Session:
 _CACHE_FIELDS = tuple(f.name for f in fields(CacheInfo))
 
 
+_EVENT_FIELDS = operator.attrgetter("kind", "turn", "request", "t", "duration", "args", "result", "state", "status",
+                                    "fault", "thread", "note", "output")
+
+
 def _event_row(ev: Event) -> list[Any]:
-    fault = [ev.fault.kind, ev.fault.message, ev.fault.traceback] if ev.fault is not None else None
-    return [ev.kind, ev.turn, ev.request, ev.t, ev.duration, ev.args, ev.result, ev.state, ev.status, fault,
-            ev.thread, ev.note, ev.output]
+    row = list(_EVENT_FIELDS(ev))  # one C call for every field: batches are cut after each turn
+    fault = row[9]
+    if fault is not None:
+        row[9] = [fault.kind, fault.message, fault.traceback]
+    return row
 
 
 def _event(row: list[Any]) -> Event:
@@ -74,10 +81,15 @@ def _event(row: list[Any]) -> Event:
                  fault=Fault(*fault) if fault is not None else None, thread=thread, note=note, output=output)
 
 
+_REQUEST_FIELDS = operator.attrgetter("turn", "call", "event", "assembled", "selected", "selected_by_engine", "tools",
+                                      "tokens", "usage", "recorded", "cache", "timestamp", "response_key")
+_CACHE_VALUES = operator.attrgetter(*_CACHE_FIELDS)
+
+
 def _request_row(r: Request) -> list[Any]:
-    cache = [getattr(r.cache, name) for name in _CACHE_FIELDS]
-    return [r.turn, r.call, r.event, r.assembled, r.selected, r.selected_by_engine, r.tools, r.tokens, r.usage,
-            r.recorded, cache, r.timestamp, r.response_key]
+    row = list(_REQUEST_FIELDS(r))
+    row[10] = _CACHE_VALUES(row[10])
+    return row
 
 
 def _request(index: int, row: list[Any]) -> Request:
@@ -88,10 +100,25 @@ def _request(index: int, row: list[Any]) -> Request:
 
 
 def encode_lists_since(lists: list[tuple[str, ...]], start: int) -> list[list[Any]]:
-    """The key lists from ``start`` on, delta-encoded as a saved trace holds them (a request's list
-    mostly extends an earlier one), against the lists before ``start`` the receiver already has."""
-    context = max(0, start - _DELTA_WINDOW)
-    return _encode_lists(lists[context:])[start - context:]
+    """The key lists from ``start`` on, in a saved trace's delta format (``[back, 0, n, *keys]``: the
+    first ``n`` keys of the list ``back`` places earlier, then these). A request's list mostly
+    extends one of the last two; the receiver already has the lists before ``start``.
+
+    Cheaper than a saved trace's search (:func:`inspector.trace.io._encode_lists`, which also tries
+    copied runs further back): this runs inside the replay, after every turn.
+    """
+    out: list[list[Any]] = []
+    for i in range(start, len(lists)):
+        cur = lists[i]
+        best_back, best = 0, 0
+        for back in (1, 2):
+            if back > i:
+                break
+            p = _common_prefix_len(lists[i - back], cur)
+            if p > best:
+                best_back, best = back, p
+        out.append([best_back, 0, best, *cur[best:]] if best else [0, *cur])
+    return out
 
 
 class TraceStreamer:

@@ -50,6 +50,14 @@ def tracked_imports(rt: Runtime, allowed: float) -> Iterator[None]:
         discovery._produce = produce
 
 
+def _session_frame(rt: Runtime) -> Any:
+    """The session the supervisor sends once it has read it; None when cancelled first."""
+    frame = rt.inbox.get()
+    if frame.get("type") != "session":
+        return None
+    return session_from_json(frame["data"])
+
+
 def _load(rt: Runtime, job: dict[str, Any], name: str | None) -> Any:
     from inspector.engines.discovery import load_engine
 
@@ -78,15 +86,20 @@ def replay_job(rt: Runtime, job: dict[str, Any]) -> None:
     from inspector.engines.discovery import EngineLoadError
     from inspector.host.replay import ReplayCancelled, StuckWatch, replay
 
-    try:
-        session = _session(job)
-    except Exception as exc:
-        _error(rt, "session", exc)
-        return
-    try:
+    try:  # the engine first: a job can start before its session is read (see ``replays.start_replays``)
         loaded = _load(rt, job, job.get("engine") or None)
     except EngineLoadError as exc:
         _error(rt, "load", exc)
+        return
+    try:
+        session = _session(job) if "later" not in job["session"] else _session_frame(rt)
+    except Exception as exc:
+        loaded.close()
+        _error(rt, "session", exc)
+        return
+    if session is None:  # cancelled before the session came
+        loaded.close()
+        rt.send("done", status="cancelled", batch=None)
         return
     rt.send("loaded", warnings=[str(w) for w in getattr(loaded, "warnings", None) or []])
     name = job.get("label") or job.get("engine") or "engine"

@@ -29,9 +29,55 @@ def _absolute(dirs: Sequence[Any]) -> list[str]:
     return [os.path.abspath(os.path.expanduser(str(d))) for d in dirs]
 
 
-def replay_job(session_data: dict[str, Any], run: RunRequest, plugin_dirs: Sequence[Any]) -> dict[str, Any]:
-    return {"job": "replay", "session": {"data": session_data}, "engine": run.engine, "config": run.config,
+def replay_job(session_data: dict[str, Any] | None, run: RunRequest, plugin_dirs: Sequence[Any]) -> dict[str, Any]:
+    """The job of one run; without ``session_data`` the session follows in a frame of its own."""
+    session = {"data": session_data} if session_data is not None else {"later": True}
+    return {"job": "replay", "session": session, "engine": run.engine, "config": run.config,
             "plugin_dirs": _absolute(plugin_dirs), "label": run.label}
+
+
+def _progress_frames(progress: ProgressFn | None, label: str) -> Callable[[Worker, dict[str, Any]], None] | None:
+    if progress is None:
+        return None
+
+    def on_frame(_worker: Worker, frame: dict[str, Any]) -> None:
+        if frame.get("type") == "batch" and isinstance(frame.get("done"), int):
+            progress(label, frame["done"], int(frame.get("total") or 0))
+    return on_frame
+
+
+class StartedReplays:
+    """Workers started before the session is read: they start Python and load their engines while
+    this process reads the transcript, then get it with :meth:`send` (``replay`` does this)."""
+
+    def __init__(self, runs: Sequence[RunRequest], plugin_dirs: Sequence[Any] = (), *,
+                 progress: ProgressFn | None = None, echo: TextIO | None = None) -> None:
+        several = len(runs) > 1
+        self.workers = [Worker(replay_job(None, run, plugin_dirs), run.config, label=run.label,
+                               on_frame=_progress_frames(progress, run.label), echo=echo,
+                               echo_prefix=f"[{run.label}] " if several else "") for run in runs]
+        try:
+            for w in self.workers:
+                w.start()
+        except BaseException:
+            self.abort()
+            raise
+
+    def send(self, session: Any, *, cancel: threading.Event | None = None) -> list[Outcome]:
+        """Hand every worker the session and wait for the outcomes (in the order of the runs)."""
+        frame = {"type": "session", "data": session_to_json(session)}
+        for w in self.workers:
+            w.post(frame)
+        return run_workers(self.workers, parallel=len(self.workers), cancel=cancel)
+
+    def abort(self) -> None:
+        """The session could not be read: end the workers and remove their folders."""
+        for w in self.workers:
+            w.kill_now()
+        for w in self.workers:
+            if w.proc is not None:
+                w.proc.wait()
+            w.cleanup()
 
 
 def replay_in_workers(session: Any, runs: Sequence[RunRequest], plugin_dirs: Sequence[Any] = (), *,
@@ -41,16 +87,7 @@ def replay_in_workers(session: Any, runs: Sequence[RunRequest], plugin_dirs: Seq
     """Replay ``session`` once per run, each in its own worker; outcomes in the order of ``runs``."""
     data = session_to_json(session)
     several = len(runs) > 1
-
-    def frames(label: str) -> Callable[[Worker, dict[str, Any]], None] | None:
-        if progress is None:
-            return None
-
-        def on_frame(_worker: Worker, frame: dict[str, Any]) -> None:
-            if frame.get("type") == "batch" and isinstance(frame.get("done"), int):
-                progress(label, frame["done"], int(frame.get("total") or 0))
-        return on_frame
-
-    workers = [Worker(replay_job(data, run, plugin_dirs), run.config, label=run.label, on_frame=frames(run.label),
+    workers = [Worker(replay_job(data, run, plugin_dirs), run.config, label=run.label,
+                      on_frame=_progress_frames(progress, run.label),
                       echo=echo, echo_prefix=f"[{run.label}] " if several else "") for run in runs]
     return run_workers(workers, parallel=parallel, cancel=cancel, on_finished=on_finished)

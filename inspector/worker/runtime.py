@@ -11,6 +11,7 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
+import queue
 import resource
 import signal
 import sys
@@ -35,6 +36,7 @@ class Runtime:
         self.work = work
         self.tracker = tracking.Tracker(os.path.join(work, TRACKER_FILE))
         self.cancel = threading.Event()
+        self.inbox: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()  # frames after the job (a session)
         self._stack_file: Any = None
 
     def send(self, type_: str, **fields: Any) -> None:
@@ -107,10 +109,11 @@ class Runtime:
                 return
 
     def _control(self) -> None:
-        """Frames from the supervisor on stdin: ``cancel``; end of input means it is gone."""
+        """Frames from the supervisor on stdin: ``cancel``, a ``session`` sent after the job; end of input
+        means it is gone."""
         from inspector.worker.protocol import FrameReader
 
-        reader = FrameReader(max_frame=1 << 20)
+        reader = FrameReader()
         fd = sys.stdin.fileno()
         while True:
             try:
@@ -122,6 +125,9 @@ class Runtime:
             for frame in reader.feed(data):
                 if frame.get("type") == "cancel":
                     self.cancel.set()
+                    self.inbox.put(frame)  # one waiting for its session stops waiting
+                else:
+                    self.inbox.put(frame)
 
     # -- phases ------------------------------------------------------------------------------
     def phase(self, label: str, allowed: float = 0.0) -> None:

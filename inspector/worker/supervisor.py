@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import codecs
 import os
+import queue
 import re
 import selectors
 import shutil
@@ -140,15 +141,17 @@ class Outcome:
         return self.status
 
 
-def exit_description(code: int | None) -> str:
+def exit_description(code: int | None, *, wrapped: bool = False) -> str:
+    """``killed by SIGSEGV`` or ``exit status 3``; ``wrapped``: bubblewrap reports a signal as 128 + its number."""
     if code is None:
         return "still running"
-    if code < 0:
+    number = -code if code < 0 else (code - 128 if wrapped and code > 128 else 0)
+    if number:
         try:
-            name = signal.Signals(-code).name
+            name = signal.Signals(number).name
         except ValueError:
-            name = f"signal {-code}"
-        return f"killed by {name}"
+            name = f"signal {number}"
+        return f"killed by {name}" + (f" (exit status {code})" if code > 0 else "")
     return f"exit status {code}"
 
 
@@ -234,6 +237,7 @@ class Worker:
         self.last_beat = 0.0
         self.last_stack: str | None = None
         self.killed: tuple[str, Fault] | None = None
+        self._hook = ""  # the hook the worker was killed in
         self.cancel_sent: float | None = None
         self.exit_status: int | None = None
         self.protocol_error: str | None = None
@@ -243,6 +247,7 @@ class Worker:
         self._echo_cut = False
         self._mem_checked = 0.0
         self._secrets: list[str] = []
+        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
 
     # -- starting ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -271,31 +276,32 @@ class Worker:
         self._fds = {read_fd: "frames", self.proc.stdout.fileno(): "stdout", self.proc.stderr.fileno(): "stderr"}
         for fd in self._fds:
             os.set_blocking(fd, False)
-        data = encode(self.job)
-        threading.Thread(target=self._send_job, args=(data,), name="inspector-worker-job", daemon=True).start()
+        self._outbox.put(encode(self.job))
+        threading.Thread(target=self._send_frames, name="inspector-worker-input", daemon=True).start()
 
-    def _send_job(self, data: bytes) -> None:
-        """The job can be megabytes (a whole session): written on its own thread, the pipe then held open
-        so the worker knows its supervisor is alive."""
+    def _send_frames(self) -> None:
+        """Frames to the worker's stdin, in order, on their own thread: the job (with a whole session it is
+        megabytes) must not hold up the supervisor; the pipe then stays open so the worker knows we live."""
         stdin = self.proc.stdin if self.proc is not None else None
-        if stdin is None:
-            return
-        try:
-            stdin.write(data)
-            stdin.flush()
-        except (OSError, ValueError):
-            pass
+        while stdin is not None:
+            data = self._outbox.get()
+            if data is None:
+                return
+            try:
+                stdin.write(data)
+                stdin.flush()
+            except (OSError, ValueError):
+                return
+
+    def post(self, message: dict[str, Any]) -> None:
+        """Send the worker a frame after its job (the session of a job started before it was read)."""
+        self._outbox.put(encode(message))
 
     def send_cancel(self) -> None:
         if self.cancel_sent is not None or self.proc is None or self.proc.poll() is not None:
             return
         self.cancel_sent = time.monotonic()
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(encode({"type": "cancel"}))
-            self.proc.stdin.flush()
-        except (OSError, ValueError):
-            pass
+        self.post({"type": "cancel"})
 
     # -- reading -------------------------------------------------------------------------------
     def fds(self) -> list[int]:
@@ -322,10 +328,21 @@ class Worker:
                 self._kill("protocol", Fault("host_error", f"the worker's stream broke: {exc}; the worker was killed"))
                 self._close_fd(fd)
                 return
-            for frame in frames:
-                self._frame(frame)
+            self._frames(frames)
         else:
             self._echo(what, data)
+
+    def _frames(self, frames: list[dict[str, Any]]) -> None:
+        """Handle frames; one whose fields are not what we sent (engine code can write anything to the
+        pipe) breaks the stream like a malformed frame: the worker is killed, this process goes on."""
+        for frame in frames:
+            try:
+                self._frame(frame)
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+                self.protocol_error = f"a {str(frame.get('type'))[:40]!r} frame it sent is malformed ({exc})"
+                self._kill("protocol", Fault("host_error", f"the worker's stream broke: {self.protocol_error}; "
+                                             "the worker was killed"))
+                return
 
     def _close_fd(self, fd: int) -> None:
         """Stop reading ``fd``; the frame pipe is ours to close, stdout and stderr close with ``proc``."""
@@ -523,8 +540,7 @@ class Worker:
                 progressed = True
                 if self._fds.get(fd) == "frames":
                     try:
-                        for frame in self.frames.feed(data):
-                            self._frame(frame)
+                        self._frames(self.frames.feed(data))
                     except ProtocolError as exc:
                         self.protocol_error = str(exc)
                         self._close_fd(fd)
@@ -567,7 +583,7 @@ class Worker:
 
     def _death_fault(self, code: int, activities: list[tracker.Activity]) -> Fault:
         running = [a for a in activities if a.slot != tracker.PHASE] or activities
-        how = exit_description(code)
+        how = exit_description(code, wrapped=self.isolation.kind == "bubblewrap")
         if self.raised is not None:
             name = self.raised.get("exception") or "an exception"
             detail = str(self.raised.get("message") or "")
@@ -590,8 +606,9 @@ class Worker:
             return
         trace = out.trace
         last = trace.events[-1] if trace.events else None
-        kind = getattr(self, "_hook", "") or EV_FAULT
-        trace.add_event(Event(index=0, kind=kind if kind != "the worker" else EV_FAULT,
+        hook = self._hook.split(" ", 1)[0]  # "compress (pool)" is a compress event
+        kind = hook if hook.isidentifier() else EV_FAULT
+        trace.add_event(Event(index=0, kind=kind,
                               turn=last.turn if last else None, t=last.t if last else 0.0,
                               state=last.state if last else None, fault=out.fault,
                               note="the run ended here: the worker " + ("was killed" if self.killed else "died")))
@@ -601,6 +618,7 @@ class Worker:
         for fd in list(self._fds):
             self._close_fd(fd)
         proc = self.proc
+        self._outbox.put(None)
         if proc is not None:
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 try:
@@ -622,7 +640,8 @@ def run_workers(workers: Sequence[Worker], *, parallel: int | None = None, cance
     folder before it propagates.
     """
     parallel = max(1, parallel or os.cpu_count() or 1)
-    pending = list(range(len(workers)))
+    started = [i for i, w in enumerate(workers) if w.proc is not None]  # started ahead (see ``post``)
+    pending = started + [i for i in range(len(workers)) if i not in started]
     running: list[int] = []
     outcomes: list[Outcome | None] = [None] * len(workers)
     selector = selectors.DefaultSelector()
@@ -635,7 +654,8 @@ def run_workers(workers: Sequence[Worker], *, parallel: int | None = None, cance
                     outcomes[i] = Outcome(status=STATUS_CANCELLED, notes=["cancelled before it started"])
                     continue
                 i = pending.pop(0)
-                workers[i].start()
+                if workers[i].proc is None:
+                    workers[i].start()
                 running.append(i)
             for i in running:
                 for fd in workers[i].fds():

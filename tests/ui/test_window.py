@@ -424,10 +424,11 @@ def _stuck_window(make_window, tmp_path: Path):
 
 def test_cancel_abandons_a_replay_stuck_in_a_hook_and_a_new_one_can_start(make_window, qtbot, tmp_path) -> None:
     window = _stuck_window(make_window, tmp_path)
-    window.replay_runner.abandon_grace = 60  # only Cancel gives up here
+    # A long timeout: only Cancel ends this replay (its worker is killed a second after it)
+    (tmp_path / "config.yaml").write_text("inspector:\n  hook_timeout_seconds: 60\n", encoding="utf-8")
     window.open_path(str(_tiny_session(tmp_path)))
     qtbot.waitUntil(lambda: window.replay_runner.running, timeout=5_000)
-    qtbot.wait(3000)  # the worker started and is inside the hook, past its 0.3 s timeout: nothing can land
+    qtbot.wait(3000)  # the worker started and is inside the hook, frozen in C: nothing can land
     assert window.replay_runner.running
     window.replay_bar.cancel_button.click()
     qtbot.waitUntil(lambda: not window.replay_runner.running, timeout=5_000)

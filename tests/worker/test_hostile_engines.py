@@ -2,8 +2,9 @@
 
 Each engine (a plugin folder, tests/worker/conftest.py) misbehaves in one way. Every test runs a
 real command through :func:`inspector.cli.main` (so through worker processes) and asserts: it
-ends within its bound, the fault is recorded with the engine's location, a fake ``HOME`` is
-byte-identical afterwards, and the fake key in the environment appears in no output.
+ends within its bound, the fault is recorded with the engine's location, and the fake key in the
+environment appears in no output; the ``fake_home`` fixture asserts that the fake ``HOME`` is
+byte-identical afterwards.
 """
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ def _no_key(*texts):
 
 # name -> (exit status, run status in --json (None: no trace, the error is on stderr), hook the fault names)
 CASES = {
+    "regex_select": (2, "timeout", "select_context"),
     "regex_hook": (2, "timeout", "should_compress"),
     "regex_compress": (2, "timeout", "compress"),
     "exit_in_hook": (2, "died", "update_from_response"),
+    "segfault_in_hook": (2, "died", "update_from_response"),
     "raises_base": (2, "died", "update_from_response"),
     "raises_interrupt": (2, "died", "update_from_response"),
     "raises_generator_exit": (2, "died", "update_from_response"),
@@ -76,6 +79,8 @@ def test_a_frozen_or_dying_engine_is_a_located_fault_and_the_command_ends(
         fault = run["faults"][-1]
         assert f"context_engine/{name}/__init__.py" in fault["where"] and fault["where"].endswith(f" in {hook}")
         assert saved and json.loads(saved)["meta"]["worker_status"] == want_status  # the partial trace is kept
+        if name == "segfault_in_hook":
+            assert "SIGSEGV" in fault["message"]
     assert tree_hash(fake_home) == before
     _no_key(out, err, saved)
 
@@ -86,6 +91,7 @@ def test_a_fork_in_a_hook_cannot_write_our_stdout_or_output(capsys, tmp_path, se
     assert took < BOUND and code == 0
     data = json.loads(out)  # one JSON document: the forked children print to the worker's pipes only
     assert data["runs"][0]["status"] == "ok" and json.loads(saved)["meta"]["label"] == "forks"
+    _no_key(out, err, saved)
 
 
 def test_a_thread_that_keeps_printing_does_not_keep_the_command_alive(capsys, tmp_path, session_file, hostile_dir,
@@ -94,6 +100,7 @@ def test_a_thread_that_keeps_printing_does_not_keep_the_command_alive(capsys, tm
                                           "chatty_thread")
     assert took < BOUND and code == 0
     assert json.loads(out)["runs"][0]["status"] == "ok" and "chatter" in err and "chatter" not in out
+    _no_key(out, err, saved)
 
 
 def test_a_million_messages_from_compress_end_within_the_memory_limit(capsys, tmp_path, session_file, hostile_dir,
@@ -105,6 +112,7 @@ def test_a_million_messages_from_compress_end_within_the_memory_limit(capsys, tm
     # Either the host measured and refused the result, or the worker outgrew its limit and was killed.
     assert run["status"] in ("ok", "memory") and run["faults"]
     assert any(f["hook"] == "compress" or "memory" in f["message"] for f in run["faults"])
+    _no_key(out, err, saved)
 
 
 @pytest.mark.skipif(not BWRAP, reason="no bubblewrap here: without it, $HOME, subprocesses and pwd.getpwuid() reach "
@@ -161,3 +169,25 @@ def test_doctor_reports_a_frozen_hook_as_a_failure(capsys, hostile_dir, hostile_
     failure = next(f for f in report["findings"] if f["status"] == "fail")
     assert "should_compress" in failure["message"] and "context_engine/regex_hook" in failure["message"]
     _no_key(out, err)
+
+
+def test_doctor_ends_when_compress_returns_a_million_messages(capsys, hostile_dir, hostile_config, fake_home):
+    before = tree_hash(fake_home)
+    code, out, err, took = _run(capsys, ["doctor", "million_messages", "--plugin-dir", str(hostile_dir), "--config",
+                                         str(hostile_config), "--json"])
+    assert took < BOUND and code == 1
+    failures = [f for f in json.loads(out)["findings"] if f["status"] == "fail"]
+    # Either compress failed its checks (its timeout) or the worker outgrew its limit and was killed.
+    assert any("compress" in f["check"] or "inspector.worker_memory_mb" in f["message"] for f in failures)
+    assert tree_hash(fake_home) == before
+    _no_key(out, err)
+
+
+def test_frames_forged_by_engine_code_kill_its_worker_not_the_command(capsys, tmp_path, session_file, hostile_dir,
+                                                                      hostile_config, fake_home):
+    code, out, err, took, saved = _replay(capsys, tmp_path, session_file, hostile_dir, hostile_config,
+                                          "forges_frames")
+    assert took < BOUND and code == 2
+    run = json.loads(out)["runs"][0]
+    assert run["status"] == "protocol" and "stream broke" in run["faults"][-1]["message"]
+    _no_key(out, err, saved)
