@@ -26,7 +26,7 @@ def test_a_stream_escapes_control_characters_but_keeps_lines_and_tabs() -> None:
 
 
 def test_commands_print_notes_with_data_escaped(tmp_path, capsys) -> None:
-    # The model note quotes the transcript's model name as it is: escape sequences in it reach
+    # The settings note quotes the transcript's model name as it is: escape sequences in it reach
     # the terminal as text, never as commands.
     import json
     import sys
@@ -44,7 +44,7 @@ def test_commands_print_notes_with_data_escaped(tmp_path, capsys) -> None:
     before = sys.stderr
     assert main(["replay", str(src), "--quiet"]) == 0
     err = capsys.readouterr().err
-    assert "model.default=evil\\u001b]0;owned\\u0007\\u001b[2J" in err
+    assert "model evil\\u001b]0;owned\\u0007\\u001b[2J (transcript)" in err
     assert "\x1b" not in err and "\x07" not in err
     assert sys.stderr is before
 

@@ -137,6 +137,7 @@ def test_escape_sequences_in_the_model_note_and_fault_lines_reach_the_terminal_a
     src = tmp_path / "evil.jsonl"
     src.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     r = cli("replay", str(src), "--quiet", inputs=(src,))
-    assert r.code == 0 and "note: the transcript's model" in r.err
+    # The replay takes the transcript's model and says so, quoting its name as data.
+    assert r.code == 0 and "note: replay settings: model m\\u001b]0;owned\\u0007\\u001b[2J\\u202e (transcript)" in r.err
     for raw in ("\x1b", "\x07", "\u202e"):
         assert raw not in r.err

@@ -211,10 +211,14 @@ class RunsPanel(CompareAware, Panel):
             deltas = row.deltas
             # no star for a run the host had to repair or that overflowed the window: it only looks cheap
             usable = sound if row.key == "faults" else ok  # the faults row ranks every sound run
-            ranked = [v if usable[i] else None for i, v in enumerate(row.values)]
-            if row.key == "cost":  # cheap because it forgot is not best (compare.table's rule, on sound runs)
-                ranked = _among_best_kept(ranked, table, ok)
-            marks = mark_best(ranked, row.better)
+            # compare.table's ★ (fewest faults; cost among the runs that retain the most), kept where
+            # the run is usable; where it needed repairs, the best usable run gets it instead
+            marks = [bool(row.best and row.best[i]) and usable[i] for i in range(len(row.values))]
+            if not any(marks) and any(row.best or ()):
+                ranked = [v if usable[i] else None for i, v in enumerate(row.values)]
+                if row.key == "cost":
+                    ranked = _among_best_kept(ranked, table, ok)
+                marks = mark_best(ranked, row.better)
             self._best[row.label] = marks
             for col, value in enumerate(row.values):
                 text = format_value(row.key, value)
