@@ -191,6 +191,19 @@ def cfg_get(config: dict[str, Any], dotted: str, default: Any = None) -> Any:
     return node
 
 
+def cfg_set(config: dict[str, Any], dotted: str, value: Any) -> None:
+    """``cfg_set(cfg, "compression.threshold", 0.6)``: sets the value, making (or replacing with)
+    a section wherever the path has none."""
+    node = config
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = node[part] = {}
+        node = child
+    node[parts[-1]] = value
+
+
 def parse_set_option(values: list[str]) -> dict[str, Any]:
     """``--set compression.threshold=0.6`` → nested dict; values parsed as YAML scalars."""
     out: dict[str, Any] = {}

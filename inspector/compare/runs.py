@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from inspector.config import ConfigError, deep_merge, parse_set_option
+from inspector.config import ConfigError, cfg_set, deep_merge, parse_set_option
 from inspector.llm.secrets import is_secret_name, public_value
 from inspector.trace.model import Trace
 
@@ -66,14 +66,7 @@ class RunSpec:
         """The run's config: ``base`` with this run's overrides merged over it (base untouched)."""
         nested: dict[str, Any] = {}
         for key, value in self.overrides:
-            node = nested
-            parts = key.split(".")
-            for part in parts[:-1]:
-                child = node.get(part)
-                if not isinstance(child, dict):
-                    child = node[part] = {}
-                node = child
-            node[parts[-1]] = value
+            cfg_set(nested, key, value)
         merged = deep_merge(base, nested)
         if isinstance(base.get("x_user_set"), list):  # the run's own settings are the user's too
             merged["x_user_set"] = sorted(set(base["x_user_set"]) | {key for key, _ in self.overrides})

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from inspector import yaml_safe
-from inspector.config import cfg_get, config_warnings, load_config
+from inspector.config import cfg_get, cfg_set, config_warnings, load_config
 
 HEADER = "# Context Engine Inspector settings (File → Settings…); use with: context-inspector --config THIS_FILE\n"
 CACHE_PROFILES = ("anthropic", "openai", "deepseek", "ideal", "none")
@@ -88,26 +88,10 @@ def apply_values(data: dict[str, Any], values: dict[str, Any], defaults: dict[st
     if isinstance(out.get("model"), str):  # Hermes' short form ``model: NAME``
         out["model"] = {"default": out["model"]}
     for key, value in values.items():
-        if defaults.get(key) == value and _lookup(out, key) is None:
+        if defaults.get(key) == value and cfg_get(out, key) is None:
             continue  # unchanged and not in the file: leave the file as short as it was
-        node = out
-        parts = key.split(".")
-        for part in parts[:-1]:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = node[part] = {}
-            node = child
-        node[parts[-1]] = value
+        cfg_set(out, key, value)
     return out
-
-
-def _lookup(data: dict[str, Any], key: str) -> Any:
-    node: Any = data
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def write_settings(path: str, data: dict[str, Any], *, inputs: list[str], keys: Collection[str] = ()) -> None:

@@ -1539,8 +1539,13 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, lambda: self.open_path(files[0]))
 
     def _ask_unsaved(self) -> str:
-        box = QMessageBox(QMessageBox.Icon.Question, APP, "The bookmarks of this trace are not saved.", parent=self)
-        box.setInformativeText("Save them in the trace file before closing?")
+        return self._ask_save("The bookmarks of this trace are not saved.",
+                              "Save them in the trace file before closing?")
+
+    def _ask_save(self, text: str, question: str) -> str:
+        """Save / Discard / Cancel, Save by default: ``"save"``, ``"discard"`` or ``"cancel"``."""
+        box = QMessageBox(QMessageBox.Icon.Question, APP, text, parent=self)
+        box.setInformativeText(question)
         box.setStandardButtons(QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
                                | QMessageBox.StandardButton.Cancel)
         box.setDefaultButton(QMessageBox.StandardButton.Save)
@@ -1590,14 +1595,8 @@ class MainWindow(QMainWindow):
         return True
 
     def _ask_unsaved_chat(self) -> str:
-        box = QMessageBox(QMessageBox.Icon.Question, APP, "The live chat is not saved.", parent=self)
-        box.setInformativeText("Save its transcript (OpenAI JSONL) before it is discarded?")
-        box.setStandardButtons(QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
-                               | QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(QMessageBox.StandardButton.Save)
-        answer = box.exec()
-        return {QMessageBox.StandardButton.Save: "save", QMessageBox.StandardButton.Discard: "discard"}.get(
-            QMessageBox.StandardButton(answer), "cancel")
+        return self._ask_save("The live chat is not saved.",
+                              "Save its transcript (OpenAI JSONL) before it is discarded?")
 
     def keep_live_chat(self) -> bool:
         """Before a live chat is discarded (quit, new chat): ask to save it. True when it may go."""
