@@ -1,7 +1,8 @@
 """The public shape of a module or class, in JSON, the same way in both interpreters.
 
 Used by the API snapshot (``test_api_snapshot.py``); standard library only, so the Hermes
-interpreter can import it too. A shape maps each name to ``"attribute"``, ``"property"`` or a
+interpreter can import it too. A shape maps each name to ``"attribute"``, ``"property"``,
+``"class"``, an enum's members (``{"enum": [[name, value], ...]}``, in definition order) or a
 signature: parameter names, kinds and defaults, and the return annotation written the same way
 whatever the annotation style (``typing.List[X]`` and ``list[X]``, ``Optional[X]`` and
 ``X | None`` read alike). Parameter annotations are not part of it.
@@ -9,12 +10,13 @@ whatever the annotation style (``typing.List[X]`` and ``list[X]``, ``Optional[X]
 
 from __future__ import annotations
 
+import enum
 import inspect
 import re
 import types
 from typing import Any
 
-_STDLIB_ORIGINS = ("typing", "abc", "logging", "builtins", "collections", "dataclasses", "re", "json", "time")
+_STDLIB_ORIGINS = ("__future__", "typing", "abc", "logging", "builtins", "collections", "dataclasses", "re", "json", "time")
 
 
 def canonical_annotation(text: str) -> str:
@@ -52,6 +54,8 @@ def _describe(value: Any) -> Any:
         return signature(value.__func__)
     if callable(value) and not isinstance(value, type):
         return signature(value)
+    if isinstance(value, type) and issubclass(value, enum.Enum):
+        return {"enum": [[member.name, member.value] for member in value]}
     if isinstance(value, type):
         return "class"
     return "attribute"

@@ -1,5 +1,5 @@
-"""Our ``agent.context_engine`` / ``agent.context_compressor`` stand-ins have Hermes 0.19.0's public
-API: the same names and signatures, except what ``inspector/engines/compat/api_additions.py``
+"""Our ``agent.context_engine`` / ``agent.context_compressor`` / ``agent.error_classifier`` stand-ins
+have Hermes 0.19.0's public API: the same names and signatures, except what ``inspector/engines/compat/api_additions.py``
 lists (the seed contract's later names) — and that list is exact, so it cannot go stale."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from tests.differential import api_shape
 from tests.differential.hermes_env import run_in_hermes
 
 SCOPES = ("agent.context_engine", "agent.context_engine.ContextEngine",
-          "agent.context_compressor", "agent.context_compressor.ContextCompressor")
+          "agent.context_compressor", "agent.context_compressor.ContextCompressor",
+          "agent.error_classifier", "agent.error_classifier.ClassifiedError")
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +34,14 @@ def our_shapes(tmp_path_factory):
     install_compat(None, tmp_path_factory.mktemp("home"))
     try:
         ce, cc = sys.modules["agent.context_engine"], sys.modules["agent.context_compressor"]
+        ec = sys.modules["agent.error_classifier"]
         return {
             "agent.context_engine": api_shape.module_shape(ce),
             "agent.context_engine.ContextEngine": api_shape.class_shape(ce.ContextEngine),
             "agent.context_compressor": api_shape.module_shape(cc),
             "agent.context_compressor.ContextCompressor": api_shape.class_shape(cc.ContextCompressor),
+            "agent.error_classifier": api_shape.module_shape(ec),
+            "agent.error_classifier.ClassifiedError": api_shape.class_shape(ec.ClassifiedError),
         }
     finally:
         uninstall_compat()

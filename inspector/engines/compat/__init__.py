@@ -28,6 +28,7 @@ STAND_INS: dict[str, str] = {
     "agent.context_engine": "inspector.engines.compat.mod_context_engine",
     "agent.redact": "inspector.engines.compat.mod_redact",
     "agent.auxiliary_client": "inspector.engines.compat.mod_auxiliary_client",
+    "agent.error_classifier": "inspector.engines.compat.mod_error_classifier",
     "agent.context_compressor": "inspector.engines.compat.mod_context_compressor",
     "agent.model_metadata": "inspector.engines.compat.mod_model_metadata",
     "agent.plugin_llm": "inspector.engines.compat.mod_plugin_llm",

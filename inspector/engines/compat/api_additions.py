@@ -1,7 +1,7 @@
 """Where our stand-ins of Hermes' modules differ in public API from hermes-agent 0.19.0: ONE list.
 
-The stand-ins (``agent.context_engine``, ``agent.context_compressor``) expose Hermes 0.19.0's
-public names with its signatures (parameters, defaults, return annotations), so a plugin that
+The stand-ins (``agent.context_engine``, ``agent.context_compressor``, ``agent.error_classifier``)
+expose Hermes 0.19.0's public names with its signatures (parameters, defaults, return annotations), so a plugin that
 probes for a name or introspects a signature sees what it would see under that Hermes. The
 exceptions are the seed contract's names, which later Hermes versions add and engines written
 for them use (DESIGN.md, the contract); they are listed here, and the API snapshot test
@@ -28,14 +28,8 @@ ADDITIONS: dict[str, frozenset[str]] = {
     }),
 }
 
-# Names Hermes 0.19.0 has and ours has not, with the reason.
-OMISSIONS: dict[str, dict[str, str]] = {
-    "agent.context_compressor": {
-        "FailoverReason": "Hermes' provider-error taxonomy (agent.error_classifier); the inspector classifies "
-                          "summary failures itself",
-        "classify_api_error": "same",
-    },
-}
+# Names Hermes 0.19.0 has and ours has not, with the reason: none.
+OMISSIONS: dict[str, dict[str, str]] = {}
 
 # Members whose signature differs, with how: only keyword-only parameters with defaults (or a
 # ``**kwargs``) are added after Hermes' own.

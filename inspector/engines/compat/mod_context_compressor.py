@@ -4,8 +4,8 @@
 engine, imported lazily on first attribute access: a plugin that only needs
 ``resolve_model_threshold`` or ``estimate_messages_tokens_rough`` must keep working even when
 the built-in compressor fails to import. The names Hermes' module re-exports from its own imports
-(``call_llm``, ``ContextEngine``, ``get_model_context_length``…) are the inspector's versions,
-the same objects the other stand-ins expose.
+(``call_llm``, ``ContextEngine``, ``get_model_context_length``, ``classify_api_error``…) are the
+inspector's versions, the same objects the other stand-ins expose.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from inspector.engines.compat.mod_error_classifier import FailoverReason, classify_api_error
 from inspector.engines.compat.mod_model_metadata import MINIMUM_CONTEXT_LENGTH, get_model_context_length
 from inspector.engines.contract import ContextEngine, resolve_model_threshold, sanitize_memory_context
 from inspector.engines.redact import redact_sensitive_text
@@ -46,7 +47,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ContextEngine", "MINIMUM_CONTEXT_LENGTH", "aux_interrupt_protection", "call_llm", "drop_stale_api_content",
+    "ContextEngine", "FailoverReason", "MINIMUM_CONTEXT_LENGTH", "aux_interrupt_protection", "call_llm",
+    "classify_api_error", "drop_stale_api_content",
     "estimate_messages_tokens_rough", "get_model_context_length", "redact_sensitive_text", "resolve_model_threshold",
     "sanitize_memory_context", *_LAZY,
 ]
