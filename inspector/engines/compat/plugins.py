@@ -24,22 +24,58 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+# Hermes 0.19.0's plugin hook names, exactly (hermes_cli/plugins.py:135-215 of hermes-agent 0.19.0).
 VALID_HOOKS = frozenset(
     {
         "pre_tool_call",
         "post_tool_call",
+        "transform_terminal_output",
+        "transform_tool_result",
+        "transform_llm_output",
         "pre_llm_call",
         "post_llm_call",
+        "pre_verify",
         "pre_api_request",
         "post_api_request",
+        "api_request_error",
         "on_session_start",
         "on_session_end",
         "on_session_finalize",
         "on_session_reset",
-        "transform_tool_result",
-        "transform_terminal_output",
+        "subagent_start",
+        "subagent_stop",
+        "pre_gateway_dispatch",
+        "pre_approval_request",
+        "post_approval_response",
+        "kanban_task_claimed",
+        "kanban_task_completed",
+        "kanban_task_blocked",
     }
 )
+# The hooks the inspector's host fires in a replay (the host's ``_fire_plugin_hook`` calls); the
+# tool hooks fire around the engine's own tools, the only tool calls a replay runs.
+REPLAY_FIRED_HOOKS = frozenset({"pre_llm_call", "post_llm_call", "pre_tool_call", "post_tool_call", "on_session_end"})
+# Why each other Hermes hook never fires in a replay; a plugin that registers one is told so.
+NOT_FIRED_IN_REPLAY: dict[str, str] = {
+    "subagent_start": "a replay has no subagents",
+    "subagent_stop": "a replay has no subagents",
+    "transform_terminal_output": "tool results are replayed from the transcript, not produced",
+    "transform_tool_result": "tool results are replayed from the transcript, not produced",
+    "transform_llm_output": "the model's answers are replayed from the transcript, not shown to a user",
+    "pre_verify": "a replay has no verification loop",
+    "pre_api_request": "requests are assembled and counted, not sent",
+    "post_api_request": "requests are assembled and counted, not sent",
+    "api_request_error": "requests are assembled and counted, not sent",
+    "on_session_start": "the inspector fires the engine's session hooks, not this plugin hook",
+    "on_session_finalize": "the inspector fires the engine's session hooks, not this plugin hook",
+    "on_session_reset": "the inspector fires the engine's session hooks, not this plugin hook",
+    "pre_gateway_dispatch": "a replay has no messaging gateway",
+    "pre_approval_request": "a replay runs no commands, so nothing asks for approval",
+    "post_approval_response": "a replay runs no commands, so nothing asks for approval",
+    "kanban_task_claimed": "a replay has no kanban board",
+    "kanban_task_completed": "a replay has no kanban board",
+    "kanban_task_blocked": "a replay has no kanban board",
+}
 # What Hermes' directory-engine collector supports; anything else raises AttributeError there.
 DIRECTORY_COLLECTOR_METHODS = frozenset(
     {
@@ -263,6 +299,9 @@ class PluginContext:
             return
         if hook_name not in VALID_HOOKS:
             self._manager.warn(f"{self.plugin_name}: unknown hook {hook_name!r} (registered, but Hermes never fires it)")
+        elif hook_name in NOT_FIRED_IN_REPLAY:
+            self._manager.warn(f"{self.plugin_name}: hook {hook_name!r} registered as in Hermes, but never fired in a "
+                               f"replay: {NOT_FIRED_IN_REPLAY[hook_name]}")
         with self._manager._lock:
             self._manager._hooks.setdefault(hook_name, []).append(callback)
             self._manager._hook_owners[id(callback)] = self.plugin_name
