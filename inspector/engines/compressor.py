@@ -1,7 +1,7 @@
 """The built-in ``compressor`` engine: our own implementation of Hermes' ``ContextCompressor``.
 
-It reproduces the observable behaviour described in ``reference/hermes-host.md`` §6 (and the
-parts of §1.5, §4 and §5 that concern it) so that replays with the default engine compact at the
+It reproduces the observable behaviour of ``agent/context_compressor.py`` of hermes-agent 0.19.0 (cited as
+``context_compressor.py:N``; the host's side is ``agent/conversation_compression.py``) so that replays with the default engine compact at the
 same moments, keep the same head and tail, and leave the same flags for the host as Hermes
 would. Third-party engines subclass Hermes' class and call its helpers, so the method names,
 signatures and attribute names here are Hermes' own; the compatibility layer exposes this class
@@ -81,7 +81,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------------------------
-# Constants (hermes-host.md §6.1, §6.8, §8.3)
+# Constants (context_compressor.py:269-317, 1249-1321, 2439-2613; model_metadata.py:194)
 # --------------------------------------------------------------------------------------------
 
 MINIMUM_CONTEXT_LENGTH = 64_000
@@ -286,7 +286,7 @@ class ContextCompressor(ContextEngine):
         min_tail_user_messages: int = 1,
         tail_mode: str = "legacy",
     ):
-        """Arguments and defaults are Hermes' (§6.1); keyword-only extras exist for the inspector.
+        """Arguments and defaults are Hermes' (context_compressor.py:1306-1321); keyword-only extras exist for the inspector.
 
         ``now`` (a date, datetime, string or a callable returning one) fixes the date in the
         summary prompt's TEMPORAL ANCHORING line so replays are reproducible; ``clock`` and
@@ -333,7 +333,7 @@ class ContextCompressor(ContextEngine):
         self.context_length = lookup_context_length(self.model, config_context_length)
         self._apply_thresholds()
 
-        # Token tracking (the host reads and writes these, §4.6 / §5).
+        # Token tracking (the host reads and writes these: conversation_compression.py:1458-1460).
         self.last_prompt_tokens = 0
         self.last_completion_tokens = 0
         self.last_total_tokens = 0
@@ -360,7 +360,7 @@ class ContextCompressor(ContextEngine):
         self._summary_model_fallen_back = False
         self._last_compression_savings_pct = 100.0
 
-        # Anti-thrash and cooldowns (§6.8).
+        # Anti-thrash and cooldowns (context_compressor.py:1013-1141).
         self._ineffective_compression_count = 0
         self._fallback_compression_streak = 0
         self._verify_compaction_cleared_threshold = False
@@ -448,7 +448,7 @@ class ContextCompressor(ContextEngine):
         self._failure_cooldown_deadline = value
 
     # ----------------------------------------------------------------------------------------
-    # Thresholds and model switches (§6.1, §1.5)
+    # Thresholds and model switches (context_compressor.py:1143-1305)
     # ----------------------------------------------------------------------------------------
 
     def _apply_thresholds(self) -> None:
@@ -546,7 +546,7 @@ class ContextCompressor(ContextEngine):
         self._last_compression_made_progress = False
 
     # ----------------------------------------------------------------------------------------
-    # Usage and gating (§5, §6.2, §6.3)
+    # Usage and gating (context_compressor.py:1459-1567)
     # ----------------------------------------------------------------------------------------
 
     def update_from_response(self, usage: dict):  # no return annotation, as Hermes' override
@@ -671,7 +671,7 @@ class ContextCompressor(ContextEngine):
         return number if number > 0 else None
 
     # ----------------------------------------------------------------------------------------
-    # Cooldowns and verdicts (§6.8, §4.6)
+    # Cooldowns and verdicts (context_compressor.py:1013-1141, 1587-1647)
     # ----------------------------------------------------------------------------------------
 
     def _cooldown_remaining(self) -> float:
@@ -787,7 +787,7 @@ class ContextCompressor(ContextEngine):
         self._tell_session_db("set_compression_fallback_streak", self._fallback_compression_streak)
 
     # ----------------------------------------------------------------------------------------
-    # Token budgets and boundaries (§8.1, §6.5, §6.6)
+    # Token budgets and boundaries (context_compressor.py:360-446, 2876-3295)
     # ----------------------------------------------------------------------------------------
 
     def _estimate_msg_budget_tokens(self, msg: dict[str, Any]) -> int:
@@ -850,7 +850,7 @@ class ContextCompressor(ContextEngine):
     def _find_tail_cut_by_tokens(
         self, messages: list[dict[str, Any]], head_end: int, token_budget: int | None = None
     ) -> int:
-        """Index where the protected tail starts (§6.6; context_compressor.py:3177-3295).
+        """Index where the protected tail starts (context_compressor.py:3177-3295).
 
         Walk back under 1.5x the budget, keeping at least a short floor of rows; when everything
         fits, walk again under the plain budget, keeping the row that overflows it. Then keep the
@@ -991,7 +991,7 @@ class ContextCompressor(ContextEngine):
         return start < self._find_tail_cut_by_tokens(messages, start)
 
     # ----------------------------------------------------------------------------------------
-    # Summaries (§6.7, §6.9)
+    # Summaries (context_compressor.py:1815-2775)
     # ----------------------------------------------------------------------------------------
 
     def _today(self) -> str:
@@ -1178,7 +1178,7 @@ class ContextCompressor(ContextEngine):
 
     @staticmethod
     def _classify_summary_failure(exc: BaseException) -> str:
-        """Map an exception onto Hermes' failure classes (§6.8)."""
+        """Map an exception onto Hermes' failure classes (context_compressor.py:57-79, 2439-2613)."""
         message = str(exc).lower()
         cls = type(exc).__name__.lower()
         status = getattr(exc, "status_code", None)
@@ -1234,7 +1234,7 @@ class ContextCompressor(ContextEngine):
             logger.warning("Context summary failed (%s): %s", kind, self._last_summary_error)
 
     def _build_static_fallback_summary(self, turns_to_summarize: list[dict[str, Any]], reason: str | None = None) -> str:
-        """Hermes' no-LLM summary (§6.9), prefixed; deterministic for identical turns and reason."""
+        """Hermes' no-LLM summary (context_compressor.py:1923-2115), prefixed; deterministic for identical turns and reason."""
         body = _summary.build_fallback_body(
             turns_to_summarize,
             previous_summary_existed=bool(self._previous_summary),
@@ -1260,7 +1260,7 @@ class ContextCompressor(ContextEngine):
         return f"{SUMMARY_PREFIX}\n{body}" if body else SUMMARY_PREFIX
 
     # ----------------------------------------------------------------------------------------
-    # Assembly helpers (§6.4 steps 9-14)
+    # Assembly helpers (context_compressor.py:3540-3727)
     # ----------------------------------------------------------------------------------------
 
     @staticmethod
@@ -1421,7 +1421,7 @@ class ContextCompressor(ContextEngine):
         return None, ""
 
     # ----------------------------------------------------------------------------------------
-    # compress (§6.4)
+    # compress (context_compressor.py:3312-3727)
     # ----------------------------------------------------------------------------------------
 
     def compress(
@@ -1565,7 +1565,7 @@ class ContextCompressor(ContextEngine):
         return assembled
 
     # ----------------------------------------------------------------------------------------
-    # [M] proactive prune (§6.10)
+    # [M] proactive prune (docs/host-contract.md §6.10)
     # ----------------------------------------------------------------------------------------
 
     def prune_tool_results_only(

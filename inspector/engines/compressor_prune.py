@@ -1,4 +1,4 @@
-"""Tool-output pruning for the built-in compressor (hermes-host.md §6.5, §6.10).
+"""Tool-output pruning for the built-in compressor (agent/context_compressor.py:1649-1813 of hermes-agent 0.19.0; docs/host-contract.md §6.10).
 
 Old tool results are the cheapest context to reclaim: the model already acted on them, so a
 one-line description ("ran `pytest` -> exit 1, 40 lines output") keeps the thread of the work

@@ -1,4 +1,4 @@
-"""Summary text for the built-in compressor (hermes-host.md §6.4 steps 5-11, §6.7, §6.9).
+"""Summary text for the built-in compressor (agent/context_compressor.py:1835-2775 of hermes-agent 0.19.0).
 
 The wording of the prompt, the prefix and the fallback is ours; the facts the reference pins
 (the prefix's opening sentence, the legacy prefix, the end marker, the merge markers, the
@@ -211,7 +211,7 @@ def summary_body_from_text(text: str | None) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Serialisation of the turns to summarise (§6.7)
+# Serialisation of the turns to summarise (context_compressor.py:1835-1921)
 # --------------------------------------------------------------------------------------------
 
 _THINK_BLOCK = re.compile(
@@ -471,7 +471,7 @@ def extract_response_text(response: Any) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Deterministic fallback summary (§6.9)
+# Deterministic fallback summary (context_compressor.py:1923-2115)
 # --------------------------------------------------------------------------------------------
 
 _ERROR_HINT = re.compile(r"(?i)(traceback|\berror\b|exception|\bfailed\b|fatal|denied|not found|exit (?:code )?[1-9])")

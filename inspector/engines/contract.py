@@ -1,4 +1,4 @@
-"""The `ContextEngine` contract as Hermes defines it (newest superset, hermes-host.md §1).
+"""The `ContextEngine` contract as Hermes defines it (newest superset: agent/context_engine.py:56-263 of hermes-agent 0.19.0 plus docs/host-contract.md §1).
 
 Plugins import this as ``agent.context_engine`` through the compatibility layer when Hermes
 itself is not installed; when it is, Hermes' own module wins and this class is only used by
@@ -38,7 +38,7 @@ def sanitize_memory_context(memory_context: Any) -> str:
 def resolve_model_threshold(
     model: str, thresholds: dict | None, default: float, provider: str = ""
 ) -> float:
-    """Pick the per-model threshold percent: longest substring key wins (hermes-host.md §1.5).
+    """Pick the per-model threshold percent: longest substring key wins (docs/host-contract.md §1.5).
 
     Keys may be scoped to a provider as ``"<provider>:<substring>"``; a scoped key only applies
     on that provider's route. Rank is (substring length, scoped), so a longer bare key beats a

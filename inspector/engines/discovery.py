@@ -1,4 +1,4 @@
-"""Finding engines and loading the one ``context.engine`` names (hermes-host.md §10).
+"""Finding engines and loading the one ``context.engine`` names (agent/agent_init.py:1819-1918 of hermes-agent 0.19.0).
 
 Sources, searched only where the user chose: the project's ``plugins/`` directory, extra
 directories from ``--plugin-dir`` or ``inspector.plugin_dirs``, and installed packages exposing

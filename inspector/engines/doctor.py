@@ -8,7 +8,7 @@ and two sessions compressing at once on one shared instance).
 
 Engines are untrusted: every call is guarded by a timeout on a daemon thread and every check
 is wrapped, so a broken engine produces findings, never a crash. The per-hook driver
-(:class:`HookDriver`) is our own small loop calling hooks as hermes-host.md describes; when
+(:class:`HookDriver`) is our own small loop calling hooks as Hermes does (agent/turn_context.py:563-684, agent/conversation_loop.py:1110-5150 of hermes-agent 0.19.0); when
 the host's ``replay`` is available it can take the driver's place (see :func:`run_doctor`).
 """
 
@@ -333,7 +333,7 @@ class HookDriver:
             self.report.add(PASS, "hook:handle_tool_call", f"handle_tool_call({name!r}, {{}}) returned a string")
 
     def _post_tool(self, messages: list, t: int, prompt: int) -> list:
-        # Hermes (§2.7): last_prompt_tokens when positive, 0 for the -1 sentinel, else its rough
+        # Hermes (agent/conversation_loop.py:5115-5146 of hermes-agent 0.19.0): last_prompt_tokens when positive, 0 for the -1 sentinel, else its rough
         # estimate of the request, which for this synthetic session is the prompt size fed in.
         raw = getattr(self.engine, "last_prompt_tokens", 0)
         tokens = raw if isinstance(raw, int) and raw > 0 else (0 if raw == -1 else prompt)
@@ -417,7 +417,7 @@ class HookDriver:
         n_before, n_after = len(before), len(result)
         self.report.add(PASS, "hook:compress", f"compress({', '.join(f'{k}=' for k in kwargs)}…) {n_before} → {n_after} messages"
                         f" in {out.duration_s:.2f}s; compression_count={getattr(self.engine, 'compression_count', '?')!r}")
-        # Hermes' bookkeeping after a committed boundary (§4.6) and the boundary hook (§4.5).
+        # Hermes' bookkeeping after a committed boundary (agent/conversation_compression.py:1450-1480) and the boundary hook (1375-1395).
         for attr, value in (("last_prompt_tokens", -1), ("last_completion_tokens", 0), ("awaiting_real_usage_after_compression", True)):
             with contextlib.suppress(Exception):
                 setattr(self.engine, attr, value)

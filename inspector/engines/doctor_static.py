@@ -30,7 +30,7 @@ def validate_messages(messages: Any, *, request: bool = False) -> list[tuple[str
     """Problems as ``(status, text)``, each judged by what Hermes does with it. Empty = valid.
 
     ``"fail"``: Hermes refuses the list or trips over it, or the provider rejects what Hermes
-    sends even after its request sanitiser (hermes-host.md §2.4 step 7, §2.5 step 5);
+    sends even after its request sanitiser (run_agent.py:3848 of hermes-agent 0.19.0; docs/host-contract.md §2.5);
     ``"warn"``: the sanitiser repairs it silently, and the text says how. ``request``: the list
     is a whole request (select_context), whose index 0 is the system prompt; otherwise it is a
     transcript (compress, prune) that Hermes sends after its own system prompt.

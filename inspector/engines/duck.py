@@ -1,7 +1,7 @@
 """What a duck-typed engine (one that does not subclass ``ContextEngine``) gives Hermes.
 
 Hermes takes whatever a directory engine's ``register(ctx)`` registers, with no type check
-(hermes-host.md §10.1), and then calls the hooks it needs directly. Such an engine runs as long
+(plugins/context_engine/__init__.py:199 of hermes-agent 0.19.0), and then calls the hooks it needs directly. Such an engine runs as long
 as those hooks resolve, but it inherits none of the base class' defaults, and what it forwards
 through ``__getattr__`` is not what it defines: reads reach the inner object, while the host's
 writes stay on the wrapper. :func:`describe` says which is which, in Hermes' terms, so the
@@ -28,7 +28,7 @@ UNGUARDED = {
     "compress": "at every compaction",
     "on_session_reset": "on /new, /resume and /branch",
 }
-# Hooks behind Hermes' skip check (hermes-host.md §3): called only when they override the base class.
+# Hooks behind Hermes' skip check (docs/host-contract.md §3): called only when they override the base class.
 SKIP_CHECKED = ("select_context", "on_turn_complete")
 # Attributes Hermes reads directly (no getattr default), and the ones it writes.
 READ_DIRECTLY = ("threshold_tokens", "protect_first_n", "protect_last_n", "last_prompt_tokens")

@@ -1,4 +1,4 @@
-"""How one plugin becomes one engine instance, following Hermes' rules (hermes-host.md §10).
+"""How one plugin becomes one engine instance, following Hermes' rules (agent/agent_init.py:1819-1918, plugins/context_engine/__init__.py:79-199 of hermes-agent 0.19.0).
 
 Primitives used by :mod:`inspector.engines.discovery`: executing a directory engine the way
 ``plugins.context_engine.load_context_engine`` does (siblings first, ``register(ctx)`` first,
@@ -239,7 +239,7 @@ class ModelRuntime:
 
 
 def window_for(config: dict[str, Any], model: str) -> int:
-    """The context window Hermes would use for ``model`` (§8.3), offline and deterministic.
+    """The context window Hermes would use for ``model`` (agent/model_metadata.py:2084 of hermes-agent 0.19.0), offline and deterministic.
 
     An explicit ``model.context_length``, then a custom provider's per-model value, then the
     family defaults, then 256,000: never a default of our own that would hide the model's.
@@ -274,7 +274,7 @@ def model_runtime(config: dict[str, Any]) -> ModelRuntime:
 
 
 def builtin_threshold_percent(config: dict[str, Any], rt: ModelRuntime) -> float:
-    """``compression.threshold`` → per-model code autoraise (§1.5): the percent the compressor snapshots.
+    """``compression.threshold`` → per-model code autoraise (agent/auxiliary_client.py:435 of hermes-agent 0.19.0): the percent the compressor snapshots.
 
     ``model_thresholds`` is not folded in: the engine resolves it per model against this value,
     so switching to a model without an override falls back to it, never to the previous model's
@@ -321,7 +321,7 @@ def _min_tail_user_messages(raw: Any) -> int:
 
 
 def build_builtin_compressor(config: dict[str, Any]) -> Any:
-    """``ContextCompressor(...)`` with the arguments ``agent_init`` passes (hermes-host.md §2.2)."""
+    """``ContextCompressor(...)`` with the arguments ``agent_init`` passes (agent/agent_init.py:1599-1672 of hermes-agent 0.19.0)."""
     from inspector.engines.compressor import ContextCompressor
 
     rt = model_runtime(config)

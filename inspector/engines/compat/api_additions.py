@@ -4,7 +4,7 @@ The stand-ins (``agent.context_engine``, ``agent.context_compressor``, ``agent.e
 expose Hermes 0.19.0's public names with its signatures (parameters, defaults, return annotations), so a plugin that
 probes for a name or introspects a signature sees what it would see under that Hermes. The
 exceptions are the seed contract's names, which later Hermes versions add and engines written
-for them use (DESIGN.md, the contract); they are listed here, and the API snapshot test
+for them use (docs/host-contract.md §1); they are listed here, and the API snapshot test
 (``tests/differential/test_api_snapshot.py``) fails on any other difference, either way.
 """
 

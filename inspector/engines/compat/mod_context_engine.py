@@ -14,7 +14,7 @@ from inspector.engines.redact import redact_sensitive_text
 
 
 def automatic_compaction_status_message(engine: Any, *, phase: str, default_message: str, **context: Any) -> str | None:
-    """Hermes' status helper (§1.1): silent engines and blank messages give ``None``."""
+    """Hermes' status helper (docs/host-contract.md §1.1): silent engines and blank messages give ``None``."""
     if not getattr(engine, "emit_automatic_compaction_status", True):
         return None
     getter = getattr(engine, "get_automatic_compaction_status_message", None)

@@ -1,7 +1,7 @@
 """Stand-in for ``agent.model_metadata``: rough estimators and an offline context length.
 
 Hermes probes endpoints and metadata services for a model's window; a replay must be
-deterministic and offline, so the answer comes from config only (§8.3's first rung), then
+deterministic and offline, so the answer comes from config only (the first rung of agent/model_metadata.py:2118 of hermes-agent 0.19.0), then
 Hermes' final fallback.
 """
 

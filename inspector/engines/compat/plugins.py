@@ -5,8 +5,8 @@ commands, …); the host fires the hooks during replay through :meth:`PluginMana
 and records them. ``get_plugin_manager()`` returns the manager active in the current context,
 so plugin code that reaches for the global manager sees the one for its own replay.
 
-Hermes gives directory engines a smaller collector than general plugins (hermes-host.md
-§10.1): ``register_hook``/``register_tool``/``register_cli_command`` are no-ops there and any
+Hermes gives directory engines a smaller collector than general plugins (plugins/context_engine/__init__.py:199
+of hermes-agent 0.19.0): ``register_hook``/``register_tool``/``register_cli_command`` are no-ops there and any
 other method raises. The context here accepts everything but records which methods were used,
 so discovery can apply Hermes' rule and the doctor can explain it. ``ctx.llm`` (Hermes'
 ``agent.plugin_llm`` facade) likewise exists only for general and entry-point plugins.
