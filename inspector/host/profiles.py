@@ -9,7 +9,7 @@ only these rows, so the same engine can be replayed under two Hermes versions an
 - ``hermes-0.19.0``: the release, read from the hermes-agent 0.19.0 wheel (file:line below) and
   checked by running its ``AIAgent`` (``tests/differential/test_agent_*.py``).
 - ``hermes-main``: the contract of Hermes' development line after 0.19.0 as the project's
-  reference describes it (``docs``: hermes-host.md [M]): ``select_context`` before every request,
+  reference describes it (``docs/host-contract.md``): ``select_context`` before every request,
   ``on_turn_complete``, ``should_compress_info``, ``prune_tool_results_only``, ``compress`` on a
   pool thread over a deep copy with a timeout, the usage anchor at the gates.
 """

@@ -1,4 +1,4 @@
-"""Turning the working transcript into the request a provider receives (hermes-host.md §2.5).
+"""Turning the working transcript into the request a provider receives (agent/conversation_loop.py:870-1090 of hermes-agent 0.19.0; docs/host-contract.md §2.5).
 
 Two stages, as in Hermes: *shaping* (what ``select_context`` sees: ``api_content`` replayed as
 content, bookkeeping fields dropped) and *sanitising* (what is sent: top-level ``_`` keys
@@ -91,7 +91,7 @@ def call_id(call: Any) -> str:
 
 
 def sanitize_request(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Hermes' last pass over a request (``_sanitize_api_messages``, §2.4 step 7).
+    """Hermes' last pass over a request (``_sanitize_api_messages``, run_agent.py:3848 of hermes-agent 0.19.0).
 
     Drops messages whose role the API refuses, drops tool results whose call is in no assistant
     message of the request, and adds a stub result right after each call that has none.
@@ -127,7 +127,7 @@ def describe_sanitised(done: dict[str, int]) -> str:
 
 
 def validate_selection(result: Any) -> str | None:
-    """Hermes' acceptance test for a ``select_context`` result; None when accepted (§3 table)."""
+    """Hermes' acceptance test for a ``select_context`` result; None when accepted (docs/host-contract.md §3)."""
     if result is None:
         return None
     if not isinstance(result, list):
@@ -143,8 +143,8 @@ def validate_selection(result: Any) -> str | None:
 def validate_messages(result: Any) -> str | None:
     """Is a ``compress`` result a list of message dicts? None when it is.
 
-    Roles are not checked: Hermes commits whatever list it gets (§4.4) and its request sanitiser
-    drops refused roles from every request (§2.4 step 7); :func:`refused_roles` names them.
+    Roles are not checked: Hermes commits whatever list it gets (agent/conversation_compression.py:1076-1171 of hermes-agent 0.19.0) and its request sanitiser
+    drops refused roles from every request (run_agent.py:3848); :func:`refused_roles` names them.
     """
     if not isinstance(result, list):
         return f"compress returned {type(result).__name__}, expected a list of messages"
