@@ -5,7 +5,7 @@ The host records every hook's arguments and result in the event (``inspector.hos
 ``_call``'s ``record_args``); this module turns them into lines a person reads, in the one
 vocabulary every panel uses for token counts (:data:`COUNT_KINDS`).
 
-Where the gate's figure came from follows the host's three call sites (hermes-host.md §2.3):
+Where the gate's figure came from follows the host's three call sites (agent/turn_context.py:563, agent/conversation_loop.py:1110, 5105 of hermes-agent 0.19.0):
 the preflight check of a turn uses Hermes' rough estimate of the whole request
 (``estimate_request_tokens_rough``, ``agent/model_metadata.py:2688`` of hermes-agent 0.19.0,
 called from ``agent/turn_context.py:574``), the pre-API check uses the last
@@ -192,7 +192,7 @@ def threshold_derivation(trace: Trace, k: int) -> list[Line]:
     return lines
 
 
-# Hooks that prepare the next provider call (hermes-host.md §2.3): from the first of these after a
+# Hooks that prepare the next provider call (agent/conversation_loop.py:1110 of hermes-agent 0.19.0; docs/host-contract.md §2.5): from the first of these after a
 # call (or at a turn's start), every event up to the next call's marker belongs to that call.
 _PREPARING_KINDS = frozenset({tm.EV_SELECT, tm.EV_DEFER})
 _PREPARING_SITES = frozenset({"pre_api", "preflight", "overflow"})

@@ -3,7 +3,7 @@ requests over the window, the faults (Qt-free).
 
 The comparison's table marks the best value of each row; a run that only looks cheap because the
 host repaired what it sent (orphan tool results dropped, stub results added: Hermes' sanitiser
-before every call, hermes-host.md §2.4 step 7) or because it overflowed the window must not get
+before every call, run_agent.py:3848 of hermes-agent 0.19.0) or because it overflowed the window must not get
 the star. :func:`eligible` says which runs may.
 """
 
