@@ -174,7 +174,7 @@ def mark_orphans(messages: list[dict[str, Any]]) -> tuple[int, int]:
 
 
 def starts_turn(message: dict[str, Any]) -> bool:
-    """A genuine user input (formats.md §1.4): not meta, summary, synthetic or undone."""
+    """A genuine user input (docs/formats.md §1.4): not meta, summary, synthetic or undone."""
     if message.get("role") != "user":
         return False
     f = flags_of(message)

@@ -1,4 +1,4 @@
-"""Which transcript format a file holds, decided from its content (formats.md §7).
+"""Which transcript format a file holds, decided from its content (docs/formats.md §7).
 
 The file name is never the deciding signal: people rename exports. Gzip is looked through.
 ``detect_format`` returns one of :data:`FORMATS`; unknown content raises a :class:`ReaderError`

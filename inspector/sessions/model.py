@@ -1,4 +1,4 @@
-"""The Session model every reader produces and the host replays (formats.md §1).
+"""The Session model every reader produces and the host replays (docs/formats.md §1).
 
 A session is what happened: ordered OpenAI-format messages, the provider calls that produced
 the assistant messages (with recorded usage where the source has it), turn boundaries, and the
@@ -56,7 +56,7 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
     def to_hermes_dict(self) -> dict[str, int]:
-        """The dict Hermes passes to ``update_from_response`` (hermes-host.md §5)."""
+        """The dict Hermes passes to ``update_from_response`` (agent/conversation_loop.py:2187-2249 of hermes-agent 0.19.0)."""
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
@@ -102,7 +102,7 @@ class ApiCall:
 
 @dataclass
 class Turn:
-    """A span of messages started by a genuine user input (formats.md §1.4).
+    """A span of messages started by a genuine user input (docs/formats.md §1.4).
 
     ``start`` is the index of the first message of the turn (normally the user message),
     ``end`` is exclusive. ``user_index`` is None for a turn that starts without a user message

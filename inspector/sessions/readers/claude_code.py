@@ -1,4 +1,4 @@
-"""Claude Code session JSONL (formats.md §4).
+"""Claude Code session JSONL (docs/formats.md §4).
 
 Claude Code writes one line per content block of a response, each with a copy of the usage,
 so lines are regrouped by ``message.id`` into one assistant message carrying the *last* line's

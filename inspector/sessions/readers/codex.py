@@ -1,4 +1,4 @@
-"""OpenAI Codex CLI rollout JSONL (formats.md §5).
+"""OpenAI Codex CLI rollout JSONL (docs/formats.md §5).
 
 Lines are ``{timestamp, type, payload}``. ``response_item`` payloads are Responses-API items
 and make up the model context; ``event_msg`` is UI telemetry except ``task_started`` /

@@ -1,4 +1,4 @@
-"""Hermes ``state.db`` (formats.md §2.1), opened strictly read-only.
+"""Hermes ``state.db`` (docs/formats.md §2.1), opened strictly read-only.
 
 The database is opened with ``mode=ro`` (never written, safe while Hermes holds a write
 transaction in WAL mode) and read inside one read transaction so a concurrent commit cannot

@@ -1,11 +1,11 @@
 """Hermes files other than state.db: the JSONL export and the per-session JSON logs.
 
 - ``hermes-export``: ``hermes sessions export`` JSONL, one session row + its active messages
-  per line (formats.md §2.2). Several sessions per file; ids are Hermes session ids.
-- ``hermes-session-json``: ``~/.hermes/sessions/session_<sid>.json`` snapshots (§2.3.1). They
+  per line (docs/formats.md §2.2). Several sessions per file; ids are Hermes session ids.
+- ``hermes-session-json``: ``~/.hermes/sessions/session_<sid>.json`` snapshots (docs/formats.md §2.3.1). They
   may be stale after a compaction (Hermes never overwrites with a shorter list).
-- ``hermes-gateway-jsonl``: old gateway transcripts, a ``session_meta`` line then messages (§2.3.2).
-- ``hermes-request-dump``: ``request_dump_*.json``, the exact prompt of one failed call (§2.3.3).
+- ``hermes-gateway-jsonl``: old gateway transcripts, a ``session_meta`` line then messages (docs/formats.md §2.3.2).
+- ``hermes-request-dump``: ``request_dump_*.json``, the exact prompt of one failed call (docs/formats.md §2.3.3).
 """
 
 from __future__ import annotations

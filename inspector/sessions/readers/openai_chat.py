@@ -1,4 +1,4 @@
-"""Plain OpenAI chat transcripts (formats.md §3): arrays, JSONL, wrappers and request logs.
+"""Plain OpenAI chat transcripts (docs/formats.md §3): arrays, JSONL, wrappers and request logs.
 
 Variants, all mapped onto the same message shape by :func:`map_message`:
 ``openai-array`` (``[{role, content}, …]``), ``openai-jsonl`` (one message per line),
@@ -78,7 +78,7 @@ def map_message(
             rc = raw.get("reasoning_content")
             reasoning = rc if isinstance(rc, str) and rc.strip() else None
         if not reasoning and isinstance(msg.get("content"), str) and "<think>" in msg["content"]:
-            # Inline reasoning (formats.md §3.1): shown as reasoning, while the content stays as it was
+            # Inline reasoning (docs/formats.md §3.1): shown as reasoning, while the content stays as it was
             # sent, since whether the agent re-sent it is for the engine to decide, not the loader.
             found = [t.strip() for t in THINK_RE.findall(msg["content"]) if t.strip()]
             reasoning = "\n\n".join(found) or None

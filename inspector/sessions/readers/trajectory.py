@@ -1,4 +1,4 @@
-"""Hermes / ShareGPT trajectories (formats.md §2.4): ``conversations`` of ``from``/``value`` turns.
+"""Hermes / ShareGPT trajectories (docs/formats.md §2.4): ``conversations`` of ``from``/``value`` turns.
 
 One JSONL line per conversation (several sessions per file, ids are line numbers). ``gpt``
 turns carry ``<think>`` and ``<tool_call>`` tags; a ``tool`` turn holds all results of the
