@@ -1,4 +1,4 @@
-"""Keyed structural diff of two message lists (DESIGN.md decision 4, prompt-caching.md §7.3).
+"""Keyed structural diff of two message lists (docs/prompt-caching.md §7.3).
 
 The inspector shows what ``select_context`` and ``compress`` did to a conversation. Diffing the
 rendered text would be quadratic and unreadable on long sessions, so we diff *messages*:
@@ -55,7 +55,7 @@ OP_CHANGED = "changed"
 OP_SUMMARISED = "summarised"
 OP_KINDS = frozenset({OP_EQUAL, OP_ADDED, OP_REMOVED, OP_CHANGED, OP_SUMMARISED})
 
-# How compaction summaries announce themselves (hermes-host.md §6.4/§6.7, formats.md): the
+# How compaction summaries announce themselves (agent/context_compressor.py:87-267 of hermes-agent 0.19.0; docs/formats.md §2.1, §2.4): the
 # current prefix, the legacy one (also the trajectory compressor's), and the merged form where
 # the summary was folded into the first tail message.
 SUMMARY_PREFIXES = ("[CONTEXT COMPACTION", "[CONTEXT SUMMARY]", "[PRIOR CONTEXT")

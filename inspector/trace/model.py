@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-# Event kinds, in the vocabulary of hermes-host.md §2. The UI groups and colours by these.
+# Event kinds, in the vocabulary of Hermes' hook names (agent/context_engine.py:56-263 of hermes-agent 0.19.0, docs/host-contract.md §1). The UI groups and colours by these.
 EV_SESSION_START = "on_session_start"
 EV_SESSION_END = "on_session_end"
 EV_SESSION_RESET = "on_session_reset"
@@ -56,7 +56,7 @@ STATE_FIELDS = (
 
 # Messages are keyed by a hash of their repr with dict keys sorted at every level: one pass of
 # C code that also yields the repr's length, which is Hermes' rough token figure for the
-# message (hermes-host.md §8.1), so hashing a message measures it for free. Keys written
+# message (agent/model_metadata.py:2612 of hermes-agent 0.19.0), so hashing a message measures it for free. Keys written
 # before this scheme (canonical JSON) stay valid in saved traces; see ``KEY_SCHEME``.
 KEY_SCHEME = "repr-sorted"
 LEGACY_KEY_SCHEME = "json-sorted"
