@@ -24,7 +24,7 @@ from typing import Any
 from inspector.cache.rules import Profile, Rules, load_rules
 
 DISABLED_TTLS = frozenset({"", "0", "off", "none", "false", "disabled", "no"})
-# The values Hermes itself knows for prompt_caching.cache_ttl (hermes-host.md §7.1).
+# The values Hermes itself knows for prompt_caching.cache_ttl (agent/agent_init.py:645-656 of hermes-agent 0.19.0).
 HERMES_TTLS = ("5m", "1h")
 
 
