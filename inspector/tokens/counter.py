@@ -5,7 +5,7 @@ tiktoken"): every message costs a fixed overhead plus its role and content (and 
 plus one), and every reply is primed with a few tokens. Fields the cookbook does not cover
 (tool calls, tool call ids, images) are counted as documented below and labelled estimates.
 Counts are exact only for OpenAI encodings; for other providers they are estimates and the
-provider's reported usage wins (prompt-caching.md §7.1).
+provider's reported usage wins (docs/prompt-caching.md §7.1).
 
 The host counts each distinct message once per run, so everything is cached: texts by value,
 messages by key (or by content hash), tool lists by content hash. Text is encoded with
@@ -90,7 +90,7 @@ class TokenCounter:
     """Counts tokens with one tokenizer: a tiktoken encoding, or ``approx`` (Hermes' chars/4).
 
     ``approx`` is for users without tiktoken data and mirrors Hermes' rough estimator per
-    message (hermes-host.md §8.1): repr length / 4, plus its fixed figure per image.
+    message (agent/model_metadata.py:2612 of hermes-agent 0.19.0): repr length / 4, plus its fixed figure per image.
     """
 
     def __init__(self, tokenizer: str = "cl100k_base", persistent: TokenCache | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Hermes' rough token estimators, reproduced exactly (hermes-host.md §8.1).
+"""Hermes' rough token estimators, reproduced exactly (agent/model_metadata.py:2600-2786 of hermes-agent 0.19.0).
 
 Hermes measures ``len(str(message))``: the Python *repr* of the dict (single quotes, True,
 escapes), not JSON. Gates and thresholds in the real host are computed from these figures, so
