@@ -6,7 +6,7 @@ they arrive), assembles tool calls from the stream, and hands the host the provi
 usage, cached tokens included, so ``update_from_response`` sees what Hermes would see.
 
 Retries are ours, not the SDK's (``max_retries=0``): Hermes' retry loop reuses the request it
-already assembled and selected (hermes-host.md §2.4 step 13, §3 "Retries"), so a transient
+already assembled and selected (agent/conversation_loop.py:1216-1260 of hermes-agent 0.19.0, docs/host-contract.md §3), so a transient
 failure is retried *inside* :meth:`LiveResponder.respond` with the same list, and
 ``select_context`` is not re-run for it. When the retries are used up a :class:`LiveError`
 leaves ``respond``; the host's history keeps everything up to the failed call.

@@ -42,7 +42,7 @@ LIVE_DIFFERENCES = [
     "Transient failures (timeouts, 429, 5xx, a broken stream) are retried with the same selected request, as "
     "Hermes' retry loop does, so select_context is not re-run for a retry.",
     "A context-overflow rejection (HTTP 413, or 400 naming the context length) triggers Hermes' error-driven "
-    "compaction (hermes-host.md §2.7): compress, re-assemble (select_context runs again) and retry, 3 times at most.",
+    "compaction (agent/conversation_loop.py:3500-3830 of hermes-agent 0.19.0): compress, re-assemble (select_context runs again) and retry, 3 times at most.",
     "No SessionDB: compaction is emulated in place; no memory provider, todo store or ephemeral system prompt.",
     "The cache panel shows the simulated provider cache beside the real cached tokens the endpoint reported.",
 ]
