@@ -10,7 +10,7 @@ Hermes compatibility: this package imports only ``agent.context_engine`` (and, l
 ``agent.auxiliary_client.call_llm`` and ``hermes_constants``) plus the standard library, and its
 siblings use relative imports, so Hermes' loader can run it unmodified.
 
-Threading (hermes-host.md §4.3): one instance may serve several sessions at once and
+Threading (docs/host-contract.md §4.3): one instance may serve several sessions at once and
 ``compress`` may arrive on any pool thread. Per-session state lives in ``_SessionState`` behind a
 per-session lock; SQLite connections are per thread; a compaction computes everything privately
 and publishes (one DB transaction, then the in-memory counters) only after it is sure the result
