@@ -1,4 +1,4 @@
-"""Built-in compressor: compress() steps, tail cut, role rule, sanitiser (hermes-host.md §6.4, §6.6)."""
+"""Built-in compressor: compress() steps, tail cut, role rule, sanitiser (agent/context_compressor.py:2798-3727 of hermes-agent 0.19.0)."""
 
 from __future__ import annotations
 
@@ -198,7 +198,7 @@ def test_no_window_returns_pruned_list_and_counts_ineffective():
 
 
 # ---------------------------------------------------------------------------------------------
-# §6.6 tail cut
+# tail cut (context_compressor.py:3177-3295)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -373,7 +373,7 @@ def test_has_content_to_compress():
 
 
 # ---------------------------------------------------------------------------------------------
-# step 5 + §6.7: summaries through the LLM, iterative updates, rehydration
+# summaries (context_compressor.py:2144-2613) through the LLM, iterative updates, rehydration
 # ---------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Built-in compressor: the three-pass tool-output prune and the proactive prune (§6.5, §6.10, §8.1)."""
+"""Built-in compressor: the three-pass tool-output prune and the proactive prune (agent/context_compressor.py:419-446, 1649-1813 of hermes-agent 0.19.0; docs/host-contract.md §6.10)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def reads(k: int, size: int = 1500) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------------------------
-# §8.1 per-row budget estimate
+# per-row budget estimate (context_compressor.py:419-446)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -231,7 +231,7 @@ def test_a_template_that_cannot_describe_the_call_never_raises():
 
 
 # ---------------------------------------------------------------------------------------------
-# §6.10 proactive prune
+# proactive prune (docs/host-contract.md §6.10)
 # ---------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Built-in compressor: summary serialisation, prompt template, grounding, fallback (§6.7, §6.9)."""
+"""Built-in compressor: summary serialisation, prompt template, grounding, fallback (agent/context_compressor.py:1835-2115 of hermes-agent 0.19.0)."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ def test_grounding_uses_newest_real_user_message_of_the_window():
 
 
 # ---------------------------------------------------------------------------------------------
-# §6.9 fallback summary
+# fallback summary (context_compressor.py:1923-2115)
 # ---------------------------------------------------------------------------------------------
 
 

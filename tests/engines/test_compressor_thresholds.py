@@ -1,4 +1,4 @@
-"""Built-in compressor: thresholds, usage, gating, cooldowns, anti-thrash (hermes-host.md §6.1-6.3, §6.8, §5)."""
+"""Built-in compressor: thresholds, usage, gating, cooldowns, anti-thrash (agent/context_compressor.py:1013-1567 of hermes-agent 0.19.0)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def chat(n: int) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------------------------
-# §6.1 constructor, thresholds, budgets
+# constructor, thresholds, budgets (context_compressor.py:1249-1321)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -265,7 +265,7 @@ def test_update_model_route_change_resets_streak_and_cooldown():
 
 
 # ---------------------------------------------------------------------------------------------
-# §5 update_from_response
+# update_from_response (context_compressor.py:1459-1513)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -313,7 +313,7 @@ def test_verdict_after_compaction_counts_ineffective():
 
 
 # ---------------------------------------------------------------------------------------------
-# §6.2 should_compress / should_compress_info
+# should_compress (context_compressor.py:1557-1567) / should_compress_info (docs/host-contract.md §1)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -367,7 +367,7 @@ def test_ineffective_compress_calls_block_automatic_compaction():
 
 
 # ---------------------------------------------------------------------------------------------
-# §6.3 should_defer_preflight_to_real_usage
+# should_defer_preflight_to_real_usage (context_compressor.py:1515-1555)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -406,7 +406,7 @@ def test_no_defer_before_the_first_compaction():
 
 
 # ---------------------------------------------------------------------------------------------
-# §6.8 cooldowns
+# cooldowns (context_compressor.py:1028-1141)
 # ---------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Discovery and loading rules (hermes-host.md §10) over the fixture plugins."""
+"""Discovery and loading rules (agent/agent_init.py:1819-1918, plugins/context_engine/__init__.py:79-199 of hermes-agent 0.19.0) over the fixture plugins."""
 
 from __future__ import annotations
 

@@ -174,7 +174,7 @@ def _result(cid):
         ("x", [("fail", "not a list")]),
         ([USER, "m"], [("fail", "[1] is a str, not a message dict")]),
         ([USER, {"role": "assistant", "content": {"text": "a"}}], [("fail", "content is a dict: Hermes sends it unchanged")]),
-        # Hermes' sanitiser repairs these silently (hermes-host.md §2.4 step 7): warnings saying how.
+        # Hermes' sanitiser repairs these silently (run_agent.py:3848 of hermes-agent 0.19.0): warnings saying how.
         ([{"role": "robot", "content": "a"}, USER], [("warn", "[0] has role 'robot': Hermes' sanitiser drops the message")]),
         ([USER, SYSTEM], [("warn", "[1] is a system message in mid-list: Hermes sends it where it is, after its own system prompt")]),
         ([SYSTEM, USER], [("warn", "[0] is a system message in mid-list")]),  # a transcript comes after Hermes' system prompt

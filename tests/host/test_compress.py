@@ -1,4 +1,4 @@
-"""compress as Hermes calls it: pool thread, private copy, timeout discard, sentinel (§4)."""
+"""compress as Hermes calls it: pool thread, private copy, timeout discard, sentinel (docs/host-contract.md §4.3; agent/conversation_compression.py:1450-1480 of hermes-agent 0.19.0)."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def test_a_timed_out_pass_still_running_is_never_overlapped_and_the_turn_is_mark
     trace = replay(coding_session(6), Slow(), config, simulator=nocache)
     assert overlaps == []
     assert any("still running" in (e.note or "") for e in trace.events)
-    # Without tool calls the first compaction is at the pre-API gate, whose timeout ends the turn (§4.3).
+    # Without tool calls the first compaction is at the pre-API gate, whose timeout ends the turn (docs/host-contract.md §4.3).
     chat = Session(id="chat", source_format="test", messages=[{"role": "system", "content": "Be brief."}] + [
         m for t in range(6) for m in ({"role": "user", "content": f"part {t}: " + "lorem ipsum " * 700},
                                        {"role": "assistant", "content": f"noted {t}"})])

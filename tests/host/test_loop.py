@@ -500,7 +500,7 @@ def test_a_failed_provider_call_ends_the_turn_without_finalising_it(config, noca
     assert host.start()
     with pytest.raises(ConnectionError):
         host.play_turn([{"role": "user", "content": "hi"}], Failing())
-    assert got == []  # Hermes returns early on a terminal provider failure: no on_turn_complete (§2.10)
+    assert got == []  # Hermes returns early on a terminal provider failure: no on_turn_complete (docs/host-contract.md §2.10)
     assert "skips on_turn_complete" in (host.trace.events[-1].note or "")
     assert host.history[-1] == {"role": "user", "content": "hi"}  # the conversation is kept
 

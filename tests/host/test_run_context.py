@@ -1,5 +1,5 @@
 """Every compressor in a run, the built-in's or one a plugin builds itself, runs on the run's clock
-and offline rule (hermes-host.md §6.2, §6.8: in Hermes they are one class on one clock)."""
+and offline rule (agent/context_compressor.py:1028-1141, 1557-1647 of hermes-agent 0.19.0: in Hermes they are one class on one clock)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""select_context: Hermes' skip check and the validation table (hermes-host.md §3)."""
+"""select_context: Hermes' skip check and the validation table (docs/host-contract.md §3)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ class JsonlLog:
 
 
 class ClaudeCodeLog(JsonlLog):
-    """Claude Code session records (formats.md §4): one ``assistant`` line per content block of a
+    """Claude Code session records (docs/formats.md §4): one ``assistant`` line per content block of a
     reply, all with the reply's ``message.id`` and ``requestId``, chained by ``parentUuid``."""
 
     def __init__(self, path: Path) -> None:
@@ -83,7 +83,7 @@ class ClaudeCodeLog(JsonlLog):
 
 
 class CodexLog(JsonlLog):
-    """Codex rollout lines (formats.md §5): ``{timestamp, type, payload}``, one response item a line."""
+    """Codex rollout lines (docs/formats.md §5): ``{timestamp, type, payload}``, one response item a line."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)

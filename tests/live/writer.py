@@ -6,7 +6,7 @@
 Each turn is a user message, an assistant tool call, its tool result and a final answer,
 written one message at a time (JSONL lines in two halves, flushed in between, like a writer
 caught mid-line; database rows one per transaction, as Hermes flushes them). The database uses
-a Hermes-like subset of the state.db schema (formats.md §2.1) in WAL mode, and the writer uses
+a Hermes-like subset of the state.db schema (docs/formats.md §2.1) in WAL mode, and the writer uses
 no busy timeout at all: if a reader ever held a lock that blocks it, a write fails and the
 failure is recorded in RESULT.json for the test to see.
 """

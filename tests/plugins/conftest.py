@@ -35,7 +35,7 @@ _install_host_modules()
 
 
 def load_plugin(name: str) -> types.ModuleType:
-    """Load ``plugins/context_engine/<name>`` the way Hermes does (hermes-host.md §10.1).
+    """Load ``plugins/context_engine/<name>`` the way Hermes does (plugins/context_engine/__init__.py:79-199 of hermes-agent 0.19.0).
 
     Parent packages are registered first, every sibling module is executed as
     ``plugins.context_engine.<name>.<stem>`` before ``__init__`` runs, then ``__init__`` itself.

@@ -1,6 +1,6 @@
 """One engine instance shared by concurrent sessions, with hooks arriving on pool threads.
 
-Mirrors hermes-host.md §4.3: each session's agent runs on its own thread, compression runs on a
+Mirrors docs/host-contract.md §4.3: each session's agent runs on its own thread, compression runs on a
 shared pool with the caller's context variables propagated, passes for one session never overlap
 but passes for different sessions do.
 """

@@ -1,4 +1,4 @@
-"""Build Hermes ``state.db`` files from the documented schema (formats.md §2.1).
+"""Build Hermes ``state.db`` files from the documented schema (docs/formats.md §2.1).
 
 No real state.db can be shipped (they hold personal data), so tests write their own with the
 same DDL Hermes 0.19.0 uses for the columns the reader touches, in WAL mode like Hermes.

@@ -1,4 +1,4 @@
-"""Claude Code JSONL: block regrouping, compaction boundaries, branches (formats.md §4)."""
+"""Claude Code JSONL: block regrouping, compaction boundaries, branches (docs/formats.md §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Codex rollouts: compaction with replacement history, web search, legacy lines (formats.md §5)."""
+"""Codex rollouts: compaction with replacement history, web search, legacy lines (docs/formats.md §5)."""
 
 from __future__ import annotations
 

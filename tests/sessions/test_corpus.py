@@ -1,4 +1,4 @@
-"""Every real sample transcript loads with the counts and token sums of formats.md §8.1."""
+"""Every real sample transcript loads with the counts and token sums of docs/formats.md §8.1."""
 
 from __future__ import annotations
 

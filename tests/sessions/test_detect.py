@@ -1,4 +1,4 @@
-"""Format detection looks at content, never only at the name (formats.md §7)."""
+"""Format detection looks at content, never only at the name (docs/formats.md §7)."""
 
 from __future__ import annotations
 

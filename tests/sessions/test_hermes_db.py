@@ -1,4 +1,4 @@
-"""Hermes state.db: every documented shape, read strictly read-only (formats.md §2.1, §8.3)."""
+"""Hermes state.db: every documented shape, read strictly read-only (docs/formats.md §2.1, §8.3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hermes JSONL export and per-session logs (formats.md §2.2, §2.3)."""
+"""Hermes JSONL export and per-session logs (docs/formats.md §2.2, §2.3)."""
 
 from __future__ import annotations
 

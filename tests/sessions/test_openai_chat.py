@@ -1,4 +1,4 @@
-"""Plain OpenAI chat transcripts: arrays, message JSONL, wrappers, request logs (formats.md §3)."""
+"""Plain OpenAI chat transcripts: arrays, message JSONL, wrappers, request logs (docs/formats.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hermes / ShareGPT trajectories with tool calls (formats.md §2.4)."""
+"""Hermes / ShareGPT trajectories with tool calls (docs/formats.md §2.4)."""
 
 from __future__ import annotations
 

@@ -410,7 +410,7 @@ def test_5000_message_diff_is_fast():
 
 
 def test_many_identical_messages_stay_fast():
-    # prompt-caching.md §7.3: 2,000 identical + 500 unique items took 866 ms with autojunk=False.
+    # docs/prompt-caching.md §7.3: 2,000 identical + 500 unique items took 866 ms with autojunk=False.
     same = {"role": "tool", "tool_call_id": "x", "content": "same tool result"}
     unique = [{"role": "user", "content": f"u{i}"} for i in range(500)]
     before = [same] * 2000 + unique

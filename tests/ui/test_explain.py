@@ -48,7 +48,7 @@ def test_a_threshold_shows_how_it_follows_from_the_config(compressor_trace: Trac
     k = len(compressor_trace) - 1
     derived = {line.label: line.value for line in threshold_derivation(compressor_trace, k)}["derived"]
     # 0.5 configured, raised to the 75 % floor below 512K, 64,000 × 75 % = 48,000 is under the 64K
-    # minimum, which reaches the window itself: 85 % of it (hermes-host.md §6.1)
+    # minimum, which reaches the window itself: 85 % of it (agent/context_compressor.py:1266-1305 of hermes-agent 0.19.0)
     assert "configured compression.threshold 50%" in derived and "75% floor" in derived
     assert compressor_trace.state_at(k)["threshold_tokens"] == 54_400 and "85%" in derived
 
