@@ -19,7 +19,7 @@ from inspector.input_files import InputRefused, read_capped
 MAX_CONFIG_BYTES = 16 * 1024**2  # Hermes' config.yaml is a few KB; a FIFO or a device is refused outright
 
 DEFAULTS: dict[str, Any] = {
-    # No context_length: like Hermes, a config without one gets the model's known window (§8.3).
+    # No context_length: like Hermes, a config without one gets the model's known window (agent/model_metadata.py:2084 of hermes-agent 0.19.0).
     "model": {"default": "anthropic/claude-sonnet-4.5", "provider": "", "base_url": "", "context_length": None, "max_tokens": None},
     "context": {"engine": "compressor"},
     "compression": {

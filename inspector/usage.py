@@ -1,4 +1,4 @@
-"""One usage normaliser for every provider shape (hermes-host.md §5, formats.md §1.2).
+"""One usage normaliser for every provider shape (agent/usage_pricing.py:1107 of hermes-agent 0.19.0, docs/formats.md §1.2).
 
 OpenAI (Chat and Responses) and Gemini report cached tokens as a *subset* of the prompt;
 Anthropic reports ``input_tokens`` *excluding* cache reads and writes; DeepSeek reports hit and
@@ -95,7 +95,7 @@ def normalize_usage(raw: Any, *, shape: str | None = None, provider: str = "", a
             reasoning_tokens=_reasoning(raw) or token_count(_get(raw, "reasoning_output_tokens")),
         )
     if shape == "gemini":
-        # usage_metadata: cached_content_token_count is a subset of prompt_token_count (prompt-caching.md §5.3).
+        # usage_metadata: cached_content_token_count is a subset of prompt_token_count (docs/prompt-caching.md §5.3).
         prompt = token_count(_first(raw, "prompt_token_count", "promptTokenCount"))
         read, _ = _clamp(prompt, token_count(_first(raw, "cached_content_token_count", "cachedContentTokenCount")), 0)
         thoughts = token_count(_first(raw, "thoughts_token_count", "thoughtsTokenCount"))
