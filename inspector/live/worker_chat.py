@@ -147,6 +147,7 @@ class WorkerChat:
         elif kind == "update":
             if worker.assembler is not None:
                 self._latest = snapshot_trace(worker.assembler.trace)
+                self._latest.meta["worker"] = worker.isolation.to_json()  # how contained, while it runs too
             self._rows.extend(r for r in frame.get("rows") or () if isinstance(r, dict))
             if frame.get("what") == "request":
                 self._delta(self._shown.flush())
