@@ -29,7 +29,7 @@ from typing import Any
 from inspector.live.responder import DeltaFn, LiveCancelled, LiveError, LiveSettings, NoticeFn
 from inspector.live.session import new_session_id, redact_key, save_transcript, snapshot_trace, transcript_lines
 from inspector.llm.secrets import StreamScrubber, scrub_strings, scrub_text
-from inspector.trace.model import Trace
+from inspector.trace.model import Fault, Trace
 from inspector.worker.replays import _absolute
 from inspector.worker.supervisor import STATUS_CRASHED, Outcome, Worker, run_workers
 
@@ -120,13 +120,15 @@ class WorkerChat:
         stop = threading.Event()
         worker = _ChatWorker(job, self.config, label=str(self.engine or "engine"), key=self._key(),
                              on_frame=functools.partial(self._on_frame, events))
-        worker.start()  # here, so a worker that cannot start raises to the caller
 
         def watch() -> None:
+            # The worker starts on this thread, which lives as long as it: bubblewrap's --die-with-parent
+            # follows the thread that started it (a chat panel's per-message thread would take it along).
             try:
                 outcome = run_workers([worker], cancel=stop)[0]
             except BaseException as exc:  # noqa: BLE001 - told to whoever waits, never lost on this thread
-                outcome = Outcome(status=STATUS_CRASHED, notes=[f"{type(exc).__name__}: {exc}"])
+                outcome = Outcome(status=STATUS_CRASHED, notes=[f"{type(exc).__name__}: {exc}"],
+                                  fault=Fault("worker_died", f"the chat's worker could not run: {type(exc).__name__}: {exc}"))
             events.put(("ended", outcome))
 
         self._worker, self._events, self._stop, self._started = worker, events, stop, None

@@ -356,7 +356,7 @@ class ChatPanel(Panel):
             self._append("[cancelled]\n")
             self._status("Cancelled. The conversation so far is kept; send again to continue.")
         elif kind == "fault":
-            self._append("[engine fault: its worker was ended]\n")
+            self._append("[engine fault: its worker was ended; the next message starts a new one]\n")
             self._status(f"Engine fault: {message}")
         else:
             self._append(f"[error: {kind}]\n")
