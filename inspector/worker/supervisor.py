@@ -248,6 +248,7 @@ class Worker:
         self._mem_checked = 0.0
         self._secrets: list[str] = []
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.egress: Any = None  # the EgressProxy of a sandboxed worker with an endpoint
 
     # -- starting ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -259,6 +260,11 @@ class Worker:
             _LIVE.add(self)
         os.mkdir(os.path.join(self.work, "tmp"), 0o700)
         tracker.create(os.path.join(self.work, TRACKER_FILE))
+        if self.isolation.hosts:  # the sandbox's one way out: only to the configured endpoints
+            from inspector.worker.egress import SOCKET_NAME, EgressProxy
+
+            self.egress = EgressProxy(os.path.join(self.work, SOCKET_NAME), self.isolation.hosts).start()
+            self.job["egress"] = self.egress.path
         read_fd, write_fd = os.pipe()
         argv = [sys.executable, "-m", "inspector.worker", str(write_fd), self.work]
         try:
@@ -626,6 +632,8 @@ class Worker:
                         stream.close()
                 except (OSError, ValueError):
                     pass
+        if self.egress is not None:
+            self.egress.stop()
         if self.work:
             shutil.rmtree(self.work, ignore_errors=True)
         with _LIVE_LOCK:
