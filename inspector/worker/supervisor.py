@@ -567,6 +567,10 @@ class Worker:
         trace = self.assembler.trace if self.assembler is not None else None
         out = Outcome(status=STATUS_OK, done=self.done, error=self.error, exit_status=code, notes=list(self.notes),
                       warnings=list(self.warnings), isolation=self.isolation.to_json(), trace=trace)
+        if self.egress is not None and self.egress.refused:  # what the engine tried to reach besides the endpoint
+            out.isolation["refused"] = list(self.egress.refused)
+            out.notes.append(f"the sandbox refused connections to {', '.join(self.egress.refused)[:300]} "
+                             "(only the configured endpoint is reachable)")
         if self.killed is not None:
             out.status, out.fault = self.killed
         elif self.done is not None and code == 0:

@@ -171,3 +171,6 @@ def test_from_inside_a_worker_only_the_endpoint_answers(hosts, tmp_path):
     assert found["direct_endpoint"] == "errno 111"  # the host's loopback is not the sandbox's
     assert found["direct_far"] == "errno 101"  # no route out of the namespace
     assert found["dns"] != "resolved"
+    assert outcome.isolation["refused"] == [f"127.0.0.1:{other}"]  # said in the trace (meta.worker) and on stderr
+    assert outcome.trace.meta["worker"]["refused"] == [f"127.0.0.1:{other}"]
+    assert any(f"refused connections to 127.0.0.1:{other}" in n for n in outcome.notes)
