@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from inspector.live.responder import DeltaFn, LiveCancelled, LiveError, LiveSettings, NoticeFn
-from inspector.live.session import new_session_id, redact_key, save_transcript, snapshot_trace, transcript_lines
+from inspector.live.session import (
+    new_session_id,
+    redact_key,
+    save_transcript,
+    snapshot_trace,
+    transcript_lines,
+)
 from inspector.llm.secrets import StreamScrubber, scrub_strings, scrub_text
 from inspector.trace.model import Fault, Trace
 from inspector.worker.replays import _absolute
