@@ -215,7 +215,16 @@ class WorkerChat:
                                 "send again to go on in a new worker", kind=FAULT)
 
     def _ready(self, cancel: threading.Event | None) -> None:
-        """A worker whose engine session started; a new one when the last ended."""
+        """A worker whose engine session started; a new one when the last ended (also while idle)."""
+        while self._worker is not None:
+            try:
+                kind, item = self._events.get_nowait()
+            except queue.Empty:
+                break
+            if kind == "ended":
+                self._ended(item)
+            elif kind == "update" and item.get("what") == "started":
+                self._started = bool(item.get("started"))
         if self._worker is None:
             self._start_worker()
         if self._started is None:

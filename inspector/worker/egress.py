@@ -5,7 +5,7 @@ worker always runs in its own network namespace (``--unshare-net``: loopback onl
 config names an endpoint its one exit is this proxy:
 
 - **Supervisor side** (:class:`EgressProxy`): listens on a Unix socket in the worker's own folder
-  (a file, so it crosses the network namespace), speaks HTTP proxy — ``CONNECT host:port`` for
+  (a file, so it crosses the network namespace; a socket connects on a read-only mount too), speaks HTTP proxy — ``CONNECT host:port`` for
   https, an absolute-form request for plain http — and connects only to a ``host:port`` some
   configured ``base_url`` names; anything else gets ``403`` and is remembered in :attr:`refused`.
   It resolves the name itself (the sandbox has no DNS); TLS stays end to end.
@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
+import tempfile
 import threading
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 SOCKET_NAME = "net"
+MAX_SOCKET_PATH = 100  # bytes; Linux allows 107 in a Unix socket's address
 MAX_HEAD = 64 * 1024
 MAX_CONNECTIONS = 64
 CONNECT_TIMEOUT = 15.0
@@ -89,8 +92,12 @@ def _read_head(conn: socket.socket) -> tuple[bytes, bytes]:
 class EgressProxy:
     """The supervisor's end: an HTTP proxy on a Unix socket that reaches only ``allowed`` hosts."""
 
-    def __init__(self, path: str, allowed: Iterable[tuple[str, int]]) -> None:
-        self.path = path
+    def __init__(self, folder: str, allowed: Iterable[tuple[str, int]]) -> None:
+        self.path = os.path.join(folder, SOCKET_NAME)
+        self._own_folder: str | None = None
+        if len(self.path.encode()) > MAX_SOCKET_PATH:  # a long TMPDIR: a short private folder instead (the
+            self._own_folder = tempfile.mkdtemp(prefix="ci-net-", dir="/tmp")  # sandbox sees /tmp read-only,
+            self.path = os.path.join(self._own_folder, SOCKET_NAME)  # and a socket connects there all the same)
         self.allowed = {(h.lower(), int(p)) for h, p in allowed}
         #: ``host:port`` the worker asked for and did not get, in order (each once)
         self.refused: list[str] = []
@@ -202,6 +209,8 @@ class EgressProxy:
                 s.close()
         with contextlib.suppress(OSError):
             os.unlink(self.path)
+        if self._own_folder is not None:
+            shutil.rmtree(self._own_folder, ignore_errors=True)
 
 
 def serve_in_sandbox(path: str) -> str:

@@ -261,9 +261,9 @@ class Worker:
         os.mkdir(os.path.join(self.work, "tmp"), 0o700)
         tracker.create(os.path.join(self.work, TRACKER_FILE))
         if self.isolation.hosts:  # the sandbox's one way out: only to the configured endpoints
-            from inspector.worker.egress import SOCKET_NAME, EgressProxy
+            from inspector.worker.egress import EgressProxy
 
-            self.egress = EgressProxy(os.path.join(self.work, SOCKET_NAME), self.isolation.hosts).start()
+            self.egress = EgressProxy(self.work, self.isolation.hosts).start()
             self.job["egress"] = self.egress.path
         read_fd, write_fd = os.pipe()
         argv = [sys.executable, "-m", "inspector.worker", str(write_fd), self.work]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import tempfile
 import textwrap
@@ -55,10 +56,13 @@ def hosts() -> Iterator[tuple[int, int]]:
             srv.server_close()
 
 
-@pytest.fixture
-def short_dir() -> Iterator[str]:
-    """A folder with a short path (a Unix socket's path is limited to 107 bytes)."""
+@pytest.fixture(params=["short", "long"])
+def folder(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The worker's folder; a long one cannot hold a Unix socket (107 bytes at most)."""
     with tempfile.TemporaryDirectory(prefix="egress-") as d:
+        if request.param == "long":
+            d = os.path.join(d, "x" * 120)
+            os.mkdir(d)
         yield d
 
 
@@ -81,9 +85,9 @@ def test_endpoint_hosts_take_the_scheme_port_when_none_is_written():
         ("127.0.0.1", 8080), ("api.example.com", 443), ("localhost", 9)]
 
 
-def test_the_proxy_connects_only_to_the_endpoint(hosts, short_dir):
+def test_the_proxy_connects_only_to_the_endpoint(hosts, folder):
     endpoint, other = hosts
-    proxy = EgressProxy(f"{short_dir}/net", [("127.0.0.1", endpoint)]).start()
+    proxy = EgressProxy(folder, [("127.0.0.1", endpoint)]).start()
     try:
         tunnel = _ask(proxy.path, f"CONNECT 127.0.0.1:{endpoint} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
         assert tunnel.startswith(b"HTTP/1.1 200 Connection established") and tunnel.endswith(b"endpoint")
@@ -98,6 +102,8 @@ def test_the_proxy_connects_only_to_the_endpoint(hosts, short_dir):
     finally:
         proxy.stop()
     assert not Path(proxy.path).exists()
+    moved = Path(proxy.path).parent.name.startswith("ci-net-")  # a long folder: a short private one was used
+    assert moved == (len(folder) > 100) and not (moved and Path(proxy.path).parent.exists())
 
 
 PROBE = textwrap.dedent('''
