@@ -161,7 +161,7 @@ class WorkerChat:
                 self._delta(self._shown.flush())
                 if self._on_request is not None:
                     self._on_request()
-            else:
+            elif frame.get("what") != "calling":
                 events.put(("update", frame))
         elif kind == "error":
             events.put(("error", frame))

@@ -7,8 +7,9 @@ While a turn runs, ``stop_turn`` cancels it. What comes back:
 
 - ``delta`` — reply text as it streams (already masked by the responder's stream scrubber);
 - ``notice`` — a retry or a redaction, for the chat's status line;
-- ``update`` — the trace's new part (``batch``) with ``what`` = ``started`` | ``request`` (a provider
-  call is fully recorded mid-turn) | ``turn`` (the turn ended: ``reply`` or ``error``) | ``compressed``;
+- ``update`` — the trace's new part (``batch``) with ``what`` = ``started`` | ``calling`` (a provider
+  call is about to be made) | ``request`` (a provider call is fully recorded mid-turn) | ``turn``
+  (the turn ended: ``reply`` or ``error``) | ``compressed``;
   ``rows`` are the conversation's new rows as they happened (assistant with usage, tool results);
 - ``done`` — after ``close`` (or the supervisor's ``cancel``): ``on_session_end`` ran, the final trace.
 
@@ -105,6 +106,14 @@ def _turn(rt: Runtime, session: Any, streamer: TraceStreamer, turn: dict[str, An
         sent["rows"] += len(rows)
         rt.send("update", what="request", batch=streamer.batch(), rows=rows)
 
+    def calling(request: Any, tools: Any) -> Any:
+        # The turn so far (its hooks have all returned) before the provider call: a hook that then
+        # freezes or kills the worker leaves a trace that shows this turn up to it.
+        rt.send("update", what="calling", batch=streamer.batch())
+        return respond(request, tools)
+
+    respond = session.responder.respond
+    session.responder.respond = calling
     reply, error = "", None
     try:
         reply = session.send(text, on_delta=lambda piece: rt.send("delta", text=piece), cancel=cancel,
@@ -114,6 +123,7 @@ def _turn(rt: Runtime, session: Any, streamer: TraceStreamer, turn: dict[str, An
         error = _failure(exc)
     finally:
         turn.pop("cancel", None)
+        session.responder.respond = respond
     produced = session.transcript[mark:]
     recorded_user = bool(produced) and produced[0].get("role") == "user"
     rows = produced[1 + sent["rows"]:] if recorded_user else []

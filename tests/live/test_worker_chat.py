@@ -89,6 +89,7 @@ def test_a_frozen_engine_ends_the_turn_as_a_fault_and_the_chat_goes_on_in_a_new_
         assert caught.value.kind == FAULT and "update_from_response ran past its 1 s timeout" in str(caught.value)
         last = chat.snapshot().events[-1]
         assert last.fault is not None and last.fault.kind == "timeout"
+        assert last.turn == 1  # the frozen turn's events up to its provider call came back before it froze
         assert "context_engine/live_hostile/__init__.py" in last.fault.where
         assert chat.send("three") == "second answer"
         assert chat.workers_started == 2
