@@ -8,6 +8,7 @@ worker with the conversation so far.
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 import threading
@@ -17,7 +18,7 @@ import pytest
 
 from inspector.live.responder import LiveCancelled, LiveError
 from inspector.live.worker_chat import FAULT, WorkerChat
-from tests.live.chat_engines import EXIT_TOKENS, FREEZE_TOKENS
+from tests.live.chat_engines import EXIT_TOKENS, FREEZE_TOKENS, LEAK_TOKENS
 from tests.live.fake_openai import Reply
 from tests.live.helpers import live_config
 
@@ -61,19 +62,23 @@ def test_the_turn_runs_in_the_worker_and_streams_back(server, chat_plugins, secr
     assert chat.workers_started == 1 and chat.faults == []
 
 
-def test_a_key_echoed_by_the_endpoint_is_masked_in_everything_that_comes_back(server, chat_plugins, secret_key,
-                                                                               tmp_path):
-    server.add(Reply(f"Your key is {secret_key} and again {secret_key}.", chunk_size=5))
-    chat = _chat(server, chat_plugins)
+def test_a_key_echoed_by_the_endpoint_or_printed_by_the_engine_is_masked_in_everything_that_comes_back(
+        server, chat_plugins, secret_key, tmp_path, capfd):
+    server.add(Reply(f"Your key is {secret_key} and again {secret_key}.", chunk_size=5, prompt_tokens=LEAK_TOKENS))
+    chat = _chat(server, chat_plugins, "live_hostile")
     try:
         deltas: list[str] = []
         reply = chat.send(f"echo my key {secret_key}", on_delta=deltas.append)
         saved = chat.save_transcript(tmp_path / "chat.jsonl").read_text(encoding="utf-8")
     finally:
         final = chat.close()
-    for text in ("".join(deltas), reply, saved, _texts(final)):
-        assert secret_key not in text
+    out, err = capfd.readouterr()
+    printed = base64.b64encode(secret_key.encode()).decode()
+    for text in ("".join(deltas), reply, saved, _texts(final), out, err):
+        assert secret_key not in text and printed not in text
     assert "Your key is" in "".join(deltas) and "[redacted API key]" in saved
+    assert any((e.output or "").startswith("key: ***") for e in final.events)  # recorded with the hook, masked
+    assert "from a thread: ***" in err  # the worker's stderr, passed through masked
 
 
 def test_a_frozen_engine_ends_the_turn_as_a_fault_and_the_chat_goes_on_in_a_new_worker(server, chat_plugins,
