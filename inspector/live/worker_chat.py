@@ -86,7 +86,6 @@ class WorkerChat:
         self._worker: _ChatWorker | None = None
         self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._started: bool | None = None  # the engine's session started (known once the worker says)
         self._latest: Trace | None = None
         self._rows: list[dict[str, Any]] = []  # this turn's rows so far
@@ -139,8 +138,7 @@ class WorkerChat:
 
         self._worker, self._events, self._stop, self._started = worker, events, stop, None
         self.workers_started += 1
-        self._thread = threading.Thread(target=watch, name="inspector-live-worker", daemon=True)
-        self._thread.start()
+        threading.Thread(target=watch, name="inspector-live-worker", daemon=True).start()
 
     def _on_frame(self, events: queue.Queue[tuple[str, Any]], worker: Worker, frame: dict[str, Any]) -> None:
         """On the watching thread, as frames arrive (the supervisor has added each batch to the trace)."""
