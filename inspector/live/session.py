@@ -48,6 +48,38 @@ LIVE_DIFFERENCES = [
 ]
 
 
+def redact_key(text: str, key_env: str) -> tuple[str, bool]:
+    """A key pasted into the chat would reach the trace and the provider's logs: replace it first."""
+    key = os.environ.get(key_env, "").strip()
+    if key and len(key) >= 4 and key in text:
+        return text.replace(key, "[redacted API key]"), True
+    return text, False
+
+
+def transcript_lines(system_prompt: str | None, transcript: list[dict[str, Any]], key_env: str) -> list[str]:
+    """A chat's conversation as OpenAI message-per-line JSON (system prompt first, as readers expect)."""
+    rows: list[dict[str, Any]] = []
+    if system_prompt:
+        rows.append({"role": "system", "content": system_prompt})
+    rows.extend(transcript)
+    key = os.environ.get(key_env, "").strip()
+    lines = []
+    for row in rows:
+        line = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+        if key and len(key) >= 4 and key in line:
+            # Someone pasted the key into the chat: it still never reaches the disk.
+            line = line.replace(key, "***")
+        lines.append(line)
+    return lines
+
+
+def save_transcript(path: str | os.PathLike[str], lines: list[str]) -> Path:
+    """Write transcript lines as OpenAI JSONL (atomic)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return write_atomic(target, "\n".join(lines) + "\n")
+
+
 def new_session_id() -> str:
     """Hermes-shaped session id: ``YYYYMMDD_HHMMSS_`` plus six hex digits."""
     return time.strftime("%Y%m%d_%H%M%S_") + uuid.uuid4().hex[:6]
@@ -116,6 +148,7 @@ class LiveSession:
         session_id: str | None = None,
         label: str | None = None,
         sleep: Callable[[float], None] | None = None,
+        history: list[dict[str, Any]] | None = None,
     ) -> None:
         self.config = config
         self.settings = settings or LiveSettings.from_config(config)
@@ -152,6 +185,13 @@ class LiveSession:
                                  model=self.settings.model)
             with activated(self.loaded):
                 self._started = self.host.start()
+            if history:
+                # A chat carried on after its worker ended: the conversation so far, as Hermes reloads a
+                # resumed session's messages before the next turn (``conversation_history``, run_agent.py:6354
+                # of hermes-agent 0.19.0).
+                self.host.history.extend(copy.deepcopy(history))
+                self.host.note(f"the conversation so far ({len(history)} messages) was carried over from an earlier "
+                               "worker of this chat; the engine starts with a fresh state", resumed=len(history))
             self.host.trace.finish()
         except BaseException:
             # Nothing half-built may keep a connection pool or an engine sandbox alive.
@@ -205,7 +245,7 @@ class LiveSession:
                 raise LiveError("the engine refused to start (see the trace's first events); this session cannot chat",
                                 kind="config")
             now = time.time()
-            user_text, redacted = self._redact_key(user_text)
+            user_text, redacted = redact_key(user_text, self.settings.api_key_env)
             user = {"role": "user", "content": user_text}
             self.transcript.append(dict(user, timestamp=now))
             self.responder.begin_turn(on_delta=on_delta, on_notice=on_notice, on_request=on_request, cancel=cancel)
@@ -230,13 +270,6 @@ class LiveSession:
                 return ""
             content = finals[-1].get("content")
             return content if isinstance(content, str) else ""
-
-    def _redact_key(self, text: str) -> tuple[str, bool]:
-        """A key pasted into the chat would reach the trace and the provider's logs: replace it first."""
-        key = os.environ.get(self.settings.api_key_env, "").strip()
-        if key and len(key) >= 4 and key in text:
-            return text.replace(key, "[redacted API key]"), True
-        return text, False
 
     def compress(self, focus_topic: str | None = None) -> bool:
         """A manual ``/compress [topic]`` (force=True, the topic passed through); True if a boundary committed."""
@@ -263,26 +296,11 @@ class LiveSession:
     # -- output ------------------------------------------------------------------------------
     def transcript_lines(self) -> list[str]:
         """The transcript as OpenAI message-per-line JSON (system prompt first, as readers expect)."""
-        rows: list[dict[str, Any]] = []
-        if self.system_prompt:
-            rows.append({"role": "system", "content": self.system_prompt})
-        rows.extend(self.transcript)
-        key = os.environ.get(self.settings.api_key_env, "").strip()
-        lines = []
-        for row in rows:
-            line = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-            if key and len(key) >= 4 and key in line:
-                # Someone pasted the key into the chat: it still never reaches the disk.
-                line = line.replace(key, "***")
-            lines.append(line)
-        return lines
+        return transcript_lines(self.system_prompt, self.transcript, self.settings.api_key_env)
 
     def save_transcript(self, path: str | os.PathLike[str]) -> Path:
         """Write the conversation as OpenAI JSONL (atomic); assistant rows carry ``usage`` and ``timestamp``."""
-        target = Path(path)
-        text = "\n".join(self.transcript_lines()) + "\n"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        return write_atomic(target, text)
+        return save_transcript(path, self.transcript_lines())
 
     # -- lifecycle ------------------------------------------------------------------------------
     def close(self) -> Trace:

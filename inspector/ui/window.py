@@ -1357,9 +1357,9 @@ class MainWindow(QMainWindow):
 
     # -- live sources: chat and follow, and the doctor ------------------------------------------------
     def new_chat_session(self) -> bool:
-        """Start a fresh chat: the session is made lazily (on the worker) with the selected engine."""
+        """Start a fresh chat: the session (a worker process) is made at the first Send, with the selected engine."""
         from inspector.live.responder import LiveSettings
-        from inspector.live.session import LiveSession
+        from inspector.live.worker_chat import WorkerChat
 
         try:
             config, dirs = self._config_and_plugins()
@@ -1373,8 +1373,8 @@ class MainWindow(QMainWindow):
             return False
         engine = self.replay_bar.engine() or None
 
-        def factory() -> LiveSession:
-            return LiveSession(engine, config, plugin_dirs=dirs)
+        def factory() -> WorkerChat:  # the engine, its host and the openai client run in a worker process
+            return WorkerChat(engine, config, plugin_dirs=dirs)
 
         settings = LiveSettings.from_config(config)
         self.chat_panel.set_session_factory(factory, settings)

@@ -20,6 +20,10 @@ def main() -> None:
         # The config reaches the worker as data, not through load_config: the one scrubber must
         # still know which variables it names as holding a key (api_key_env: LOCALTOKEN).
         register_config(job.get("config"))
+        if job.get("egress"):  # in bubblewrap with an endpoint: the only way out, set up before any engine code
+            from inspector.worker.egress import serve_in_sandbox
+
+            serve_in_sandbox(job["egress"])
         rt = Runtime(writer, work)
         rt.start(job.get("memory_mb"))
         writer.send({"type": "hello", "pid": os.getpid()})

@@ -229,4 +229,11 @@ def follow_job(rt: Runtime, job: dict[str, Any]) -> None:
             played=follower.played)
 
 
-JOBS = {"replay": replay_job, "discover": discover_job, "doctor": doctor_job, "follow": follow_job}
+def chat_job(rt: Runtime, job: dict[str, Any]) -> None:
+    """Live chat: :mod:`inspector.worker.chat`."""
+    from inspector.worker.chat import chat_job as run
+
+    run(rt, job)
+
+
+JOBS = {"replay": replay_job, "discover": discover_job, "doctor": doctor_job, "follow": follow_job, "chat": chat_job}

@@ -1,14 +1,16 @@
 """The operating-system sandbox a worker runs in, where the machine has one.
 
 On Linux with bubblewrap (``bwrap``, Debian package ``bubblewrap``) the worker sees the whole
-file system read-only — the real home included — except its own work folder, and has no
-network unless the config names an endpoint (then the network is on, and the trace says so:
-bubblewrap cannot narrow it to one host). Elsewhere, or when user namespaces are not available
-(bubblewrap then fails its own start), the worker runs without one: engines are still in a
-separate process, and ``~/.hermes`` is still the run's sandbox through the home mirror
-(:mod:`inspector.engines.home_mirror`), but ``$HOME``, a subprocess's ``~`` and
-``pwd.getpwuid()`` reach the real home and the network is reachable. ``inspector.sandbox: off``
-(or ``CONTEXT_INSPECTOR_SANDBOX=off``) asks for that fallback on purpose.
+file system read-only — the real home included — except its own work folder, and always runs in
+a network namespace of its own, loopback only. When the config names an endpoint, its one way
+out is the supervisor's proxy (:mod:`inspector.worker.egress`), which connects only to the
+endpoints' ``host:port``: bubblewrap itself cannot filter by host. Elsewhere, or when user
+namespaces are not available (bubblewrap then fails its own start), the worker runs without one:
+engines are still in a separate process, and ``~/.hermes`` is still the run's sandbox through
+the home mirror (:mod:`inspector.engines.home_mirror`), but ``$HOME``, a subprocess's ``~`` and
+``pwd.getpwuid()`` reach the real home and every host on the network is reachable, whatever the
+endpoint. ``inspector.sandbox: off`` (or ``CONTEXT_INSPECTOR_SANDBOX=off``) asks for that
+fallback on purpose.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any
 
 ENV_SWITCH = "CONTEXT_INSPECTOR_SANDBOX"
 MIRROR_LIMITS = ("engines run in a worker process; ~/.hermes is the run's sandbox through the home mirror, but "
-                 "$HOME, a subprocess's ~ and pwd.getpwuid() reach the real home, and the network is reachable")
+                 "$HOME, a subprocess's ~ and pwd.getpwuid() reach the real home, and every host on the network is "
+                 "reachable (narrowing it to the configured endpoint's host needs bubblewrap)")
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,9 @@ class Isolation:
 
     kind: str  # "bubblewrap" | "process"
     why: str  # why this kind (bubblewrap's failure when it exists but cannot run)
-    network: str = ""  # "off" | "on: ..." (bubblewrap only)
+    network: str = ""  # "off" | "only ..." (bubblewrap only)
     bwrap: str = ""
+    hosts: tuple[tuple[str, int], ...] = ()  # what the egress proxy may reach (bubblewrap only)
 
     def to_json(self) -> dict[str, Any]:
         out = {"isolation": self.kind, "why": self.why}
@@ -91,11 +95,13 @@ def choose(config: dict[str, Any]) -> Isolation:
     problem = _probe(bwrap)
     if problem is not None:
         return Isolation("process", f"bubblewrap cannot make a sandbox here (user namespaces unavailable?): {problem}")
-    named = endpoints(config)
-    network = ("on: the config names an endpoint (" + ", ".join(named)[:200] + "); bubblewrap cannot narrow the "
-               "network to its host") if named else "off"
+    from inspector.worker.egress import endpoint_hosts
+
+    hosts = tuple(endpoint_hosts(endpoints(config)))
+    network = ("only " + ", ".join(f"{h}:{p}" for h, p in hosts)[:200] + " (the configured endpoint), through the "
+               "inspector's proxy; every other host is refused") if hosts else "off"
     return Isolation("bubblewrap", "bubblewrap: the real home and every other folder read-only, only the worker's "
-                     "own folder writable", network, bwrap)
+                     "own folder writable", network, bwrap, hosts)
 
 
 def command(isolation: Isolation, argv: list[str], writable: str) -> list[str]:
@@ -103,7 +109,5 @@ def command(isolation: Isolation, argv: list[str], writable: str) -> list[str]:
     if isolation.kind != "bubblewrap":
         return argv
     wrap = [isolation.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", writable, writable,
-            "--die-with-parent"]
-    if isolation.network == "off":
-        wrap.append("--unshare-net")
+            "--die-with-parent", "--unshare-net"]  # the endpoint, if any, only through the egress proxy
     return wrap + ["--"] + argv

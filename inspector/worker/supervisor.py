@@ -248,6 +248,7 @@ class Worker:
         self._mem_checked = 0.0
         self._secrets: list[str] = []
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.egress: Any = None  # the EgressProxy of a sandboxed worker with an endpoint
 
     # -- starting ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -259,6 +260,11 @@ class Worker:
             _LIVE.add(self)
         os.mkdir(os.path.join(self.work, "tmp"), 0o700)
         tracker.create(os.path.join(self.work, TRACKER_FILE))
+        if self.isolation.hosts:  # the sandbox's one way out: only to the configured endpoints
+            from inspector.worker.egress import EgressProxy
+
+            self.egress = EgressProxy(self.work, self.isolation.hosts).start()
+            self.job["egress"] = self.egress.path
         read_fd, write_fd = os.pipe()
         argv = [sys.executable, "-m", "inspector.worker", str(write_fd), self.work]
         try:
@@ -561,6 +567,10 @@ class Worker:
         trace = self.assembler.trace if self.assembler is not None else None
         out = Outcome(status=STATUS_OK, done=self.done, error=self.error, exit_status=code, notes=list(self.notes),
                       warnings=list(self.warnings), isolation=self.isolation.to_json(), trace=trace)
+        if self.egress is not None and self.egress.refused:  # what the engine tried to reach besides the endpoint
+            out.isolation["refused"] = list(self.egress.refused)
+            out.notes.append(f"the sandbox refused connections to {', '.join(self.egress.refused)[:300]} "
+                             "(only the configured endpoint is reachable)")
         if self.killed is not None:
             out.status, out.fault = self.killed
         elif self.done is not None and code == 0:
@@ -626,6 +636,8 @@ class Worker:
                         stream.close()
                 except (OSError, ValueError):
                     pass
+        if self.egress is not None:
+            self.egress.stop()
         if self.work:
             shutil.rmtree(self.work, ignore_errors=True)
         with _LIVE_LOCK:

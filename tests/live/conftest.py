@@ -26,3 +26,11 @@ def server() -> Iterator[FakeOpenAI]:
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture(scope="session")
+def chat_plugins(tmp_path_factory: pytest.TempPathFactory):
+    """A plugin folder with the engines live chats load in their worker processes."""
+    from tests.live.chat_engines import write_chat_plugins
+
+    return write_chat_plugins(tmp_path_factory.mktemp("chat_plugins"))

@@ -132,3 +132,55 @@ def test_lazy_session_factory(qtbot, server, secret_key):
     assert widget.shutdown(5000)
     assert made[0]._closed  # the panel made it, so the panel closed it (on_session_end ran)
     assert made[0].trace.events[-1].kind == "on_session_end"
+
+
+def test_a_hostile_engine_in_a_worker_is_a_fault_and_the_window_stays_responsive(qtbot, server, chat_plugins,
+                                                                                secret_key):
+    """The chat's engine runs in a worker (the window's way); it freezes in C, then exits the process:
+    each ends its turn as a fault on screen while the event loop keeps turning, and the chat goes on."""
+    from PySide6.QtCore import QTimer
+
+    from inspector.live.responder import LiveSettings
+    from inspector.live.worker_chat import WorkerChat
+    from tests.live.chat_engines import EXIT_TOKENS, FREEZE_TOKENS
+
+    config = live_config(server.base_url)
+    config["inspector"]["hook_timeout_seconds"] = 1
+    made: list[WorkerChat] = []
+
+    def factory() -> WorkerChat:
+        made.append(WorkerChat("live_hostile", config, plugin_dirs=[chat_plugins]))
+        return made[-1]
+
+    widget = ChatPanel(Cursor())
+    qtbot.addWidget(widget)
+    widget.resize(520, 560)
+    widget.show()
+    widget.set_session_factory(factory, LiveSettings.from_config(config))
+    ticks = {"n": 0}
+    timer = QTimer()
+    timer.timeout.connect(lambda: ticks.__setitem__("n", ticks["n"] + 1))
+    timer.start(50)
+    server.add(Reply("Hello from a worker.", chunk_size=4), Reply("stuck", prompt_tokens=FREEZE_TOKENS),
+               Reply("Back, in a new worker."), Reply("gone", prompt_tokens=EXIT_TOKENS), Reply("And again."))
+    for text in ("hello", "freeze now"):
+        assert widget.send_text(text)
+        before = ticks["n"]
+        qtbot.waitUntil(lambda: not widget.busy, timeout=30_000)
+    assert ticks["n"] - before > 20, "the event loop kept running while the engine was frozen"
+    assert "[engine fault: its worker was ended; the next message starts a new one]" in widget.view.toPlainText()
+    assert widget.status_label.text().startswith("Engine fault:") and "update_from_response" in widget.status_label.text()
+    if os.environ.get("INSPECTOR_SHOT_DIR"):
+        widget.grab().save(os.path.join(os.environ["INSPECTOR_SHOT_DIR"], "chat_frozen.png"))
+    for text in ("are you there?", "exit now", "last one"):
+        assert widget.send_text(text)
+        qtbot.waitUntil(lambda: not widget.busy, timeout=30_000)
+    text = widget.view.toPlainText()
+    assert "Back, in a new worker." in text and text.rstrip().endswith("And again.")
+    assert "exit status 3" in " ".join(made[0].faults)
+    assert made[0].workers_started == 3 and secret_key not in text
+    if os.environ.get("INSPECTOR_SHOT_DIR"):
+        widget.grab().save(os.path.join(os.environ["INSPECTOR_SHOT_DIR"], "chat_fault.png"))
+    timer.stop()
+    assert widget.shutdown(10_000)
+    assert made[0].trace is not None and made[0].trace.events[-1].kind == "on_session_end"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -165,3 +166,47 @@ def test_doctor_failure_inside_the_doctor_is_a_finding(qtbot, window, monkeypatc
     qtbot.waitUntil(lambda: window.doctor_panel.report is not None, timeout=10_000)
     top = window.doctor_panel.tree.topLevelItem(0)
     assert top.text(0) == "FAIL" and "doctor exploded <b>here</b>" in top.text(2)
+
+
+def test_a_live_chat_engine_that_freezes_is_a_fault_in_the_window(qtbot, make_window, server, tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """The window's chat runs its engine in a worker: frozen in C, it becomes a fault on the timeline and the
+    chat's status, the window answers meanwhile, and the next message goes on in a new worker."""
+    from PySide6.QtCore import QTimer
+
+    from tests.live.chat_engines import FREEZE_TOKENS, write_chat_plugins
+
+    monkeypatch.setenv(TEST_KEY_ENV, "sk-ui-test-key-frozen")
+    plugins = write_chat_plugins(tmp_path / "plugins")
+    config = write_config(tmp_path / "config.yaml", inspector={
+        "cache_profile": "openai", "hook_timeout_seconds": 1,
+        "live": {"base_url": server.base_url, "model": "fake-model", "api_key_env": TEST_KEY_ENV, "timeout": 5,
+                 "max_attempts": 2, "retry_base_delay": 0.05}})
+    w = make_window(config_path=str(config), plugin_dirs=[str(plugins)])
+    w.replay_bar.engine_combo.setCurrentText("live_hostile")
+    server.add(Reply("Before the freeze.", prompt_tokens=150), Reply("stuck", prompt_tokens=FREEZE_TOKENS),
+               Reply("After the freeze, in a new worker.", prompt_tokens=180))
+    assert w.new_chat_session()
+    chat = w.chat_panel
+    ticks = {"n": 0}
+    timer = QTimer()
+    timer.timeout.connect(lambda: ticks.__setitem__("n", ticks["n"] + 1))
+    timer.start(50)
+    assert chat.send_text("hello")
+    qtbot.waitUntil(lambda: not chat.busy, timeout=30_000)
+    before = ticks["n"]
+    assert chat.send_text("freeze now")
+    qtbot.waitUntil(lambda: not chat.busy, timeout=30_000)
+    timer.stop()
+    assert ticks["n"] - before > 20, "the window's event loop kept running while the engine was frozen"
+    assert chat.status_label.text().startswith("Engine fault:")
+    faults = [e for e in w.trace.events if e.fault is not None]
+    assert faults and faults[-1].fault.kind == "timeout" and "live_hostile" in faults[-1].fault.where
+    assert w.trace.meta["worker"]["isolation"] in ("bubblewrap", "process")
+    if os.environ.get("INSPECTOR_SHOT_DIR"):
+        w.grab().save(os.path.join(os.environ["INSPECTOR_SHOT_DIR"], "window_chat_fault.png"))
+    with qtbot.waitSignal(chat.trace_updated, timeout=30_000):
+        assert chat.send_text("still there?")
+    qtbot.waitUntil(lambda: not chat.busy, timeout=30_000)
+    assert chat.view.toPlainText().rstrip().endswith("After the freeze, in a new worker.")
+    assert chat.session.workers_started == 2

@@ -1,5 +1,5 @@
 """The supervisor's own promises: signals end everything at once, streamed traces are the trace,
-the sandbox has no network, and a session crosses the pipe unchanged."""
+the sandbox has no network of its own, and a session crosses the pipe unchanged."""
 
 from __future__ import annotations
 
@@ -58,18 +58,18 @@ def test_a_signal_ends_the_command_and_its_frozen_worker_within_a_second(sig, tm
 
 
 @pytest.mark.skipif(not BWRAP, reason="no bubblewrap here: workers have the network (the README states this limit)")
-def test_the_sandbox_has_no_network_unless_an_endpoint_is_configured(tmp_path):
+def test_the_sandbox_has_no_network_of_its_own_endpoint_or_not(tmp_path):
     from inspector.worker.sandbox import choose, command
 
     probe = [sys.executable, "-c", "import socket\ntry:\n socket.create_connection(('10.255.255.1', 9), 0.5)\n"
              "except OSError as e: print(e.errno)"]
     off = choose({})
     on = choose({"auxiliary": {"compression": {"base_url": "http://127.0.0.1:9/v1"}}})
-    assert off.network == "off" and on.network.startswith("on: the config names an endpoint (http://127.0.0.1:9/v1)")
-    unreachable = subprocess.run(command(off, probe, str(tmp_path)), capture_output=True, text=True, timeout=30)
-    assert unreachable.stdout.strip() == "101"  # ENETUNREACH: no interface but loopback
-    reachable = subprocess.run(command(on, probe, str(tmp_path)), capture_output=True, text=True, timeout=30)
-    assert reachable.stdout.strip() != "101"
+    assert off.network == "off" and off.hosts == ()
+    assert on.hosts == (("127.0.0.1", 9),) and on.network.startswith("only 127.0.0.1:9 (the configured endpoint)")
+    for isolation in (off, on):  # with an endpoint, the only way out is the egress proxy (tests/worker/test_egress.py)
+        done = subprocess.run(command(isolation, probe, str(tmp_path)), capture_output=True, text=True, timeout=30)
+        assert done.stdout.strip() == "101"  # ENETUNREACH: no interface but loopback
 
 
 def test_the_streamed_trace_is_the_trace_the_host_made(tmp_path):

@@ -1,8 +1,11 @@
 """Live chat: type to a real model through the engine under test and watch every panel follow.
 
-The panel owns no host logic. A :class:`~inspector.live.session.LiveSession` does the work on a
-worker QThread (one per message, like the replay runner), so a slow endpoint or a hanging
-engine never freezes the window. Streamed text arrives through queued signals; after each
+The panel owns no host logic. The window gives it a :class:`~inspector.live.worker_chat.WorkerChat`
+(the engine, its host and the ``openai`` client in a worker process; tests may give a
+:class:`~inspector.live.session.LiveSession`), driven from a QThread (one per message, like the
+replay runner), so a slow endpoint, a hanging engine or a dying worker never freezes the window:
+a worker that froze or died ends the turn as a fault, and the next message starts a new worker
+with the conversation so far. Streamed text arrives through queued signals; after each
 provider request is fully recorded the panel emits :attr:`ChatPanel.trace_updated` with a
 snapshot of the trace, which the window shows in every other panel.
 
@@ -35,7 +38,7 @@ from inspector.trace.model import Trace
 from inspector.ui.cursor import Cursor
 from inspector.ui.panels.base import Panel
 
-SessionFactory = Callable[[], Any]  # () -> LiveSession, called on the worker thread (engine loading is slow)
+SessionFactory = Callable[[], Any]  # () -> WorkerChat or LiveSession, called on the chat's QThread
 
 
 class _ChatWorker(QObject):
@@ -352,6 +355,9 @@ class ChatPanel(Panel):
         if kind == "cancelled":
             self._append("[cancelled]\n")
             self._status("Cancelled. The conversation so far is kept; send again to continue.")
+        elif kind == "fault":
+            self._append("[engine fault: its worker was ended; the next message starts a new one]\n")
+            self._status(f"Engine fault: {message}")
         else:
             self._append(f"[error: {kind}]\n")
             self._status(f"Error ({kind}): {message}")
