@@ -75,6 +75,7 @@ class _RowPainter:
         self._texts: dict[tuple[str, int, int], tuple[QStaticText, float]] = {}
         self._fonts: dict[int, tuple[QFont, int]] = {}  # id → (font kept alive, line height)
         self._metric_cache: dict[int, QFontMetrics] = {}  # id of a font in _fonts → its metrics
+        self._narrowest: dict[int, int] = {}  # id of metrics in _metric_cache → its narrowest glyph's advance
         self._pixmaps: dict[tuple[int, int, bool], QPixmap] = {}
         self.margin = 0
         self.forget()
@@ -85,6 +86,7 @@ class _RowPainter:
         self._fonts.clear()
         self._pixmaps.clear()
         self._metric_cache.clear()
+        self._narrowest.clear()
         view = self.view
         self.margin = view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1
 
@@ -109,9 +111,7 @@ class _RowPainter:
         found = self._texts.get(key)
         if found is None:
             chosen = self._font(font)[0]
-            # one call: elidedText measures the text and returns it whole when it fits (most event
-            # labels do not fit their column, so measuring first cost a second pass over each)
-            text = self._metrics(chosen).elidedText(text, Qt.TextElideMode.ElideRight, max(width, 0))
+            text = self._elided(self._metrics(chosen), text, max(width, 0))
             static = QStaticText(text)
             static.setTextFormat(Qt.TextFormat.PlainText)
             static.prepare(font=chosen)
@@ -119,6 +119,28 @@ class _RowPainter:
                 self._texts.clear()
             found = self._texts[key] = (static, static.size().width())
         return found
+
+    def _elided(self, metrics: QFontMetrics, text: str, width: int) -> str:
+        """``text`` cut with an ellipsis to ``width`` px, as ``elidedText`` cuts it, at a cost bounded by the width.
+
+        One call: elidedText measures the text and returns it whole when it fits (most event
+        labels do not fit their column, so measuring first cost a second pass over each). Its
+        cost grows with the text's length, so a long text is first cut to what could ever show
+        (``width`` over the narrowest glyph's advance): when even that cut does not fit, eliding
+        it keeps the same prefix as eliding the whole text would.
+        """
+        elide = Qt.TextElideMode.ElideRight
+        key = id(metrics)
+        narrowest = self._narrowest.get(key)
+        if narrowest is None:
+            narrowest = self._narrowest[key] = max(1, min(metrics.horizontalAdvance(c) for c in " .,:;'|!il"))
+        limit = width // narrowest + 2
+        if len(text) > limit:
+            head = text[:limit]
+            cut = metrics.elidedText(head, elide, width)
+            if cut != head:
+                return cut
+        return metrics.elidedText(text, elide, width)
 
     def _pixmap(self, icon: QIcon, size: int, selected: bool) -> QPixmap:
         key = (icon.cacheKey(), size, selected)

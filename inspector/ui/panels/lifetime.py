@@ -14,6 +14,8 @@ first shown (it is cached in the trace and saved with it).
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
@@ -161,6 +163,7 @@ class LifetimePanel(Panel):
         layout.addWidget(split)
 
         self.analysis: Analysis | None = None
+        self._lost_by_origin: Counter[int] = Counter()  # lost facts per origin message, counted once per analysis
         self._analysed_for: Trace | None = None
         self.selected: int | None = None
         self._steps = (1, 1)
@@ -212,6 +215,7 @@ class LifetimePanel(Panel):
         a = self.analysis
         assert a is not None
         self.lost_list.clear()
+        self._lost_by_origin = Counter(f.fact.origin for f in a.retention.end.lost)
         for f in a.lost_facts():
             item = QListWidgetItem(f"{f.fact.kind}: {theme.one_line(f.fact.text, 120)}  (message {f.fact.origin})")
             item.setData(ROLE_DATA, ("fact", f.fact.origin))
@@ -280,10 +284,9 @@ class LifetimePanel(Panel):
             self.selected_line.setVisible(False)
             return
         life = a.lifetimes.messages[index]
-        cells = lt.life_cells(life, a.lifetimes.requests)
         row = np.zeros((max(1, a.lifetimes.requests), 2), dtype=np.ubyte)  # two rows: pyqtgraph draws no 1-row image
-        for r, code in cells:
-            row[r, :] = code
+        for first, end, code in lt.life_segments(life, a.lifetimes.requests):  # runs, not cells: a cursor step
+            row[first:end, :] = code
         self.strip_image.setImage(row, levels=(0, len(CELL_COLOURS) - 1), autoLevels=False)
         self.strip_image.setRect(QRectF(-0.5, 0, row.shape[0], 1))
         spots = []
@@ -300,7 +303,7 @@ class LifetimePanel(Panel):
         self.strip.setYRange(0, 1, padding=0.05)
         self.selected_line.setVisible(True)
         self.selected_line.setValue(index)
-        lost = sum(1 for f in a.retention.end.lost if f.fact.origin == index)
+        lost = self._lost_by_origin.get(index, 0)
         removed = life.removed
         fate = ("still sent at the last request" if life.sent and life.sent[-1] == a.lifetimes.requests - 1 else
                 describe_event(removed) if removed is not None else "not sent at the last request")
