@@ -75,7 +75,7 @@ class _RowPainter:
         self._texts: dict[tuple[str, int, int], tuple[QStaticText, float]] = {}
         self._fonts: dict[int, tuple[QFont, int]] = {}  # id → (font kept alive, line height)
         self._metric_cache: dict[int, QFontMetrics] = {}  # id of a font in _fonts → its metrics
-        self._narrowest: dict[int, int] = {}  # id of metrics in _metric_cache → its narrowest glyph's advance
+        self._narrowest: dict[int, tuple[int, int]] = {}  # id of metrics → its narrowest and widest glyph advance
         self._pixmaps: dict[tuple[int, int, bool], QPixmap] = {}
         self.margin = 0
         self.forget()
@@ -127,13 +127,18 @@ class _RowPainter:
         labels do not fit their column, so measuring first cost a second pass over each). Its
         cost grows with the text's length, so a long text is first cut to what could ever show
         (``width`` over the narrowest glyph's advance): when even that cut does not fit, eliding
-        it keeps the same prefix as eliding the whole text would.
+        it keeps the same prefix as eliding the whole text would. A short ASCII text that fits even
+        in the font's widest glyphs is not measured at all.
         """
         elide = Qt.TextElideMode.ElideRight
         key = id(metrics)
-        narrowest = self._narrowest.get(key)
-        if narrowest is None:
-            narrowest = self._narrowest[key] = max(1, min(metrics.horizontalAdvance(c) for c in " .,:;'|!il"))
+        bounds = self._narrowest.get(key)
+        if bounds is None:
+            narrowest = max(1, min(metrics.horizontalAdvance(c) for c in " .,:;'|!il"))
+            bounds = self._narrowest[key] = (narrowest, metrics.maxWidth())
+        narrowest, widest = bounds
+        if len(text) * widest <= width and text.isascii():  # fits whatever its glyphs (all in this font)
+            return text
         limit = width // narrowest + 2
         if len(text) > limit:
             head = text[:limit]
