@@ -202,6 +202,8 @@ class _OpenTurn:
 
     def resume(self) -> None:
         """On the poll thread: let the turn run until it waits for more or ends."""
+        if self.done:  # it ended (or failed) already: nothing waits to be resumed
+            return
         self._turn_go.release()
         self._poll_go.acquire()
         if self.done:

@@ -282,8 +282,12 @@ class MainWindow(QMainWindow):
 
         self.panels: dict[str, Panel] = {}
         self.docks: dict[str, QDockWidget] = {}
+        #: the one runner of every background job (replays, loads, comparisons, the docks' own work)
+        self.jobs = JobRunner(self)
+        self.jobs.error.connect(lambda message, details: self.show_message(message, "error", details))
         for cls in PANEL_CLASSES:
             panel = cls(self.cursor)
+            panel.jobs = self.jobs
             dock = QDockWidget(cls.title, self)
             dock.setObjectName(f"dock_{cls.panel_id}")
             dock.setWidget(_ScrollingDock(panel) if cls.panel_id in SCROLLED_PANELS else panel)
@@ -298,9 +302,6 @@ class MainWindow(QMainWindow):
             self.docks[cls.panel_id] = dock
         self.panels["bookmarks"].delete_requested.connect(self.delete_bookmark)  # type: ignore[attr-defined]
         self._link_x_views()
-        #: the one runner of every background job (replays, loads, comparisons and the tool docks')
-        self.jobs = JobRunner(self)
-        self.jobs.error.connect(lambda message, details: self.show_message(message, "error", details))
         self._build_tool_docks(list(engines or []))
         self._compact: bool | None = None  # None: compact below COMPACT_BELOW px wide, as a preset would
         self.dock_hold = layout.SideDockHold(self, self.docks)

@@ -9,7 +9,7 @@ run's **lost facts**; a click on either jumps the cursor (a lost fact to its ori
 The selected message follows the cursor — the newest message the request at the cursor sends —
 until a row of the chart or a lost fact is clicked; "Follow cursor" goes back to following.
 Everything comes from :func:`inspector.quality.analysis.analyse`, computed when the panel is
-first shown (it is cached in the trace and saved with it).
+first shown, on the window's job runner (it is cached in the trace and saved with it).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.quality import lifetime as lt
-from inspector.quality.analysis import Analysis, analyse, origin_event
+from inspector.quality.analysis import Analysis, analyse, cached_analysis, origin_event
 from inspector.quality.report import percent, probe_lines, run_line
 from inspector.trace.model import Trace
 from inspector.ui import plots, theme
@@ -186,16 +186,35 @@ class LifetimePanel(Panel):
         self.readout.setText("No trace loaded" if trace is None else "")
 
     def _ensure_analysis(self) -> Analysis | None:
-        """The analysis, made on first need (the panel may stay hidden for a whole session)."""
+        """The analysis, made on first need (the panel may stay hidden for a whole session).
+
+        In a window it is made on the job runner (seconds for a long session: never on a cursor
+        step); a newer trace (a follow or live update) supersedes the job of the one before.
+        """
         trace = self._trace
         if trace is None or not trace.requests:
             return None
         if self._analysed_for is not trace:
             self._analysed_for = trace
-            self.analysis = analyse(trace)
-            self._draw_chart()
-            self._fill_lists()
+            ready = cached_analysis(trace)
+            if ready is None and self.jobs is not None:
+                self.analysis = None
+                self.readout.setText("Tracing every message's lifetime…")
+                self.jobs.submit(lambda _job: analyse(trace), lambda a: self._analysed(trace, a),
+                                 key=("lifetime", id(self)), name="message lifetimes")
+                return None
+            self._show_analysis(ready if ready is not None else analyse(trace))
         return self.analysis
+
+    def _analysed(self, trace: Trace, analysis: Analysis) -> None:
+        if trace is self._trace:
+            self._show_analysis(analysis)
+            self.set_cursor(self.cursor.index)
+
+    def _show_analysis(self, analysis: Analysis) -> None:
+        self.analysis = analysis
+        self._draw_chart()
+        self._fill_lists()
 
     def _draw_chart(self) -> None:
         a = self.analysis
@@ -242,7 +261,7 @@ class LifetimePanel(Panel):
         if a is None or trace is None:
             self.chart_cursor.set_x(None)
             self.strip_cursor.set_x(None)
-            if trace is not None:
+            if trace is not None and not trace.requests:
                 self.readout.setText("No provider requests in this trace")
             return
         req = trace.request_at(k)

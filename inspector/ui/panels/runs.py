@@ -184,7 +184,7 @@ class RunsPanel(CompareAware, Panel):
         health = [run_health(t) if t is not None else None for t in traces]
         self.health = health
         # no star for a run the host had to repair or that overflowed the window: it only looks cheap
-        best = best_marks(table, health)
+        stars = best_marks(table, health)
         health_rows = [key for key, _label, _tip in HEALTH_ROWS if key != "faults"]
         self.table.setRowCount(len(table.rows) + len(health_rows) + 1)
         for col, label in enumerate(table.labels):
@@ -200,7 +200,7 @@ class RunsPanel(CompareAware, Panel):
             head.setToolTip(summary_row_tip(row.key))
             self.table.setVerticalHeaderItem(r, head)
             deltas = row.deltas
-            marks = best[row.key]
+            marks = stars[row.key]
             self._best[row.label] = marks
             for col, value in enumerate(row.values):
                 text = format_value(row.key, value)
