@@ -156,17 +156,16 @@ class _OpenTurn:
     """
 
     def __init__(self, index: int, session: Session, calls: dict[int, ApiCall], own: list[int],
-                 carried: list[int]) -> None:
+                 markers_done: int) -> None:
         self.index = index
         self.session, self.calls = session, calls
         self.own = list(own)  # the turn's replayable messages given to the host so far
         self.digest = fed_digest(session, self.own, calls)
-        self.carried = carried
         self.final = False  # no more will come: the responder plays what it has and the turn ends
         self.settled = False
         self.closing: int | None = None  # Hermes' own closing row of a stopped turn (not a provider reply)
         self.responder: _GrowingResponder | None = None
-        self.markers_done = 0
+        self.markers_done = markers_done  # the source's compaction markers placed (play_session_turn's return)
         self.done = False
         self.error: BaseException | None = None
         self._turn_go = threading.Semaphore(0)
@@ -450,7 +449,7 @@ class Follower:
             self._played[-1] = _Played(fed_digest(session, before, calls), len(before), self._played[-1].settled)
         markers = sorted(session.compactions, key=lambda c: c.message_index)
         host, done = self.host, self._markers_done
-        opened = self._open = _OpenTurn(index, session, calls, certain, carried)
+        opened = self._open = _OpenTurn(index, session, calls, certain, done)
         opened.start(lambda make: play_session_turn(host, session, turn, calls, markers, done, kept=carried + certain,
                                                     make_responder=make))
         if opened.done:  # the host ended the turn itself (an interrupt, a failure): it holds what it played

@@ -138,3 +138,43 @@ def test_the_run_loop_reports_the_growing_turn_to_its_caller(tmp_path):
         thread.join(20)
     assert seen == [(1, 0), (2, 0), (3, 1)]
     follower.close()
+
+
+def test_through_the_worker_the_window_receives_each_request_of_the_growing_turn(tmp_path):
+    """The follow dock's path: the follower in a worker process, its trace streamed to the window."""
+    from inspector.worker.commands import follow_in_worker
+
+    log = ClaudeCodeLog(tmp_path / "s.jsonl")
+    log.user("Collect the notes.")
+    following, update = threading.Event(), threading.Event()
+    frames: list[tuple[int, int]] = []  # (turns added, requests the window's copy of the trace holds)
+
+    def on_frame(worker, frame):  # noqa: ANN001, ANN202
+        if frame.get("type") == "following":
+            following.set()
+        elif frame.get("type") == "update":
+            frames.append((int(frame.get("added") or 0), len(worker.assembler.trace.requests)))
+            update.set()
+
+    stop = threading.Event()
+    job = {"source": str(log.path), "engine": "compressor", "interval": 0.05, "settle": 30.0, "max_seconds": 120}
+    outcome: list = []
+    thread = threading.Thread(target=lambda: outcome.append(
+        follow_in_worker(job, load_config(None), stop=stop, on_frame=on_frame)), daemon=True)
+    thread.start()
+    try:
+        assert following.wait(60), "the worker did not start following"
+        for n in (1, 2):
+            update.clear()
+            _tool_call(log, n)
+            log.result(f"toolu_{n}", f"note {n}")
+            assert update.wait(60), frames
+        update.clear()
+        log.block("msg_3", {"type": "text", "text": "Done."}, stop_reason="end_turn")
+        assert update.wait(60), frames
+    finally:
+        stop.set()
+        thread.join(60)
+    assert frames == [(0, 1), (0, 2), (1, 3)]
+    assert outcome and outcome[0].error is None and outcome[0].trace is not None
+    assert len(outcome[0].trace.requests) == 3
