@@ -88,6 +88,11 @@ def test_in_a_window_the_analysis_is_a_background_job_and_a_newer_trace_supersed
         assert panel._analysed_for is second and panel.analysis is cached_analysis(second)
         assert panel.chart_image.image.shape[0] == len(second.requests)
         assert panel.selected is not None  # rendered at the cursor once the analysis arrived
+        third = build_trace(250, seed=3)
+        cursor.set_trace(third)
+        assert jobs.current(key) is not None
+        panel.refresh()  # an export or a screenshot waits for the analysis rather than picture its placeholder
+        assert panel.analysis is cached_analysis(third) and jobs.current(key) is None
     finally:
         LifetimePanel.jobs = None
         jobs.shutdown(5_000)

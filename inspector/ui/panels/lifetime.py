@@ -206,6 +206,13 @@ class LifetimePanel(Panel):
             self._show_analysis(ready if ready is not None else analyse(trace))
         return self.analysis
 
+    def refresh(self) -> None:
+        """Exports and screenshots draw the analysis, not the note that it is on its way: wait for it."""
+        job = self.jobs.current(("lifetime", id(self))) if self.jobs is not None else None
+        if job is not None:
+            self.jobs.wait(job, 120_000)
+        super().refresh()
+
     def _analysed(self, trace: Trace, analysis: Analysis) -> None:
         if trace is self._trace:
             self._show_analysis(analysis)
