@@ -69,7 +69,7 @@ class Job:
         """From the job's thread: call ``on_progress(*args)`` on the GUI thread (dropped once superseded)."""
         runner = self._runner
         if runner is not None and not self.superseded:
-            runner._deliver.emit(self, "progress", args)
+            runner._post(self, "progress", args)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the job's thread has ended (True) or ``timeout`` seconds passed (False)."""
@@ -138,11 +138,19 @@ class JobRunner(QObject):
         try:
             result = job.fn(job)
         except JobError as exc:
-            self._deliver.emit(job, "error", (exc.message, exc.details))
+            outcome: tuple[str, Any] = ("error", (exc.message, exc.details))
         except BaseException as exc:  # noqa: BLE001 - any failure of a job is reported, never raised into Qt
-            self._deliver.emit(job, "error", (f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            outcome = ("error", (f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         else:
-            self._deliver.emit(job, "done", result)
+            outcome = ("done", result)
+        self._post(job, *outcome)
+
+    def _post(self, job: Job, kind: str, payload: Any) -> None:
+        """Queue a report to the GUI thread; dropped when the runner is gone (its window was closed)."""
+        try:
+            self._deliver.emit(job, kind, payload)
+        except RuntimeError:  # the runner's C++ object was deleted: nobody is left to tell
+            job.superseded = True
 
     # -- on the GUI thread ---------------------------------------------------------------------
     def _on_deliver(self, job: Job, kind: str, payload: Any) -> None:
