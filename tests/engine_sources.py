@@ -52,3 +52,26 @@ class NeverEngine(ContextEngine):
 '''
 
 BROKEN_ENGINE = 'raise RuntimeError("{name} refuses to import")\n'
+
+# Compresses like the tail engine, but drops every tool result it keeps: the assistant's tool calls
+# are left without results, which the host's sanitiser repairs with stubs before every call. It
+# looks cheapest, and must never get a best value.
+DROPS_TOOLS_ENGINE = '''
+from agent.context_engine import ContextEngine
+
+
+class DropsTools(ContextEngine):
+    @property
+    def name(self):
+        return "{name}"
+
+    def update_from_response(self, usage):
+        self.last_prompt_tokens = int(usage.get("prompt_tokens", 0) or 0)
+
+    def should_compress(self, prompt_tokens=None):
+        return (prompt_tokens or 0) >= 1500
+
+    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
+        self.compression_count += 1
+        return [dict(m) for m in messages if m.get("role") != "tool"]
+'''

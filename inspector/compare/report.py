@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from inspector.compare.align import aligned_series, compression_points
+from inspector.compare.health import HEALTH_ROWS, best_marks, run_health
 from inspector.compare.plot_layout import legend_layout, turn_tick_labels
 from inspector.compare.runs import Comparison, RunResult
 from inspector.compare.table import RETENTION_KEY, RUN_COLORS, format_delta, format_value, summary_table
 from inspector.host.replay import models_differ
 from inspector.outputs import write_atomic
+from inspector.trace.counts import PROVIDER, ROUGH, SIMULATED, summary_row_kind, summary_row_tip
 from inspector.trace.diff import OP_EQUAL, diff_messages, message_text
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -45,6 +47,7 @@ vertical-align:top}th:first-child,td:first-child,th.l,td.l{text-align:left}thead
 td.best{background:#e6f4ea;font-weight:600}.mark{color:#137333}
 .sw{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:middle}
 .err{color:#b00020}.warn{color:#9a4d00;font-weight:600}.muted{color:#666}.delta{color:#666;font-size:12px}
+.kind{display:inline-block;padding:0 4px;margin-left:2px;border:1px solid #bbb;border-radius:3px;font-size:11px;color:#444;background:#f6f6f6}
 dl.info{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dl.info dt{color:#666}dl.info dd{margin:0}
 img.plot{display:block;max-width:100%;border:1px solid #eee;margin:8px 0}
 pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f9;border:1px solid #eee;padding:6px 8px;
@@ -314,28 +317,55 @@ def _section_cache_truth(comparison: Comparison) -> str:
 
 
 def _section_table(comparison: Comparison) -> str:
+    """The summary table as the window's Runs table shows it: each count says what it is, the
+    host's repairs and overflows are rows of their own, and a run that needed them gets no ★."""
     table = summary_table(comparison)
+    traces = comparison.traces
+    health = [run_health(t) if t is not None else None for t in traces]
+    best = best_marks(table, health)
     head = "".join(f'<th><span class="sw" style="background:{_color(i)}"></span>{_e(label)}</th>'
                    for i, label in enumerate(table.labels))
     body = []
     for r in table.rows:
         cells = []
         deltas = r.deltas
+        marks = best.get(r.key) or []
         for i, value in enumerate(r.values):
             text = _e(format_value(r.key, value))
             if i > 0 and deltas[i] is not None:
                 d = (f"{deltas[i] * 100:+.1f} pt" if r.key in ("hit_rate", RETENTION_KEY)
                      else format_delta(r.key, deltas[i]))
                 text += f' <span class="delta">({_e(d)})</span>'
-            if r.best and r.best[i]:
+            if i < len(marks) and marks[i]:
                 cells.append(f'<td class="best">{text} <span class="mark" title="best">&#9733;</span></td>')
             else:
                 cells.append(f"<td>{text}</td>")
         better = {"low": "lower is better", "high": "higher is better"}.get(r.better or "", "not ranked")
-        body.append(f'<tr><td>{_e(r.label)} <span class="muted">({better})</span></td>{"".join(cells)}</tr>')
+        kind = summary_row_kind(r.key, traces)
+        label = _e(r.label) + (f' <span class="kind">{_e(kind)}</span>' if kind else "")
+        tip = summary_row_tip(r.key)
+        title = f' title="{_e(tip)}"' if tip else ""
+        body.append(f'<tr><td{title}>{label} <span class="muted">({better})</span></td>{"".join(cells)}</tr>')
+    for key, name, tip in HEALTH_ROWS:
+        if key == "faults":  # a summary row already
+            continue
+        cells = []
+        for h in health:
+            value = h[key] if h is not None else None
+            if value:
+                cells.append(f'<td class="err" title="{_e(tip)}: no best value is marked for this run">{value:,}</td>'
+                             if key != "no_progress" else f'<td class="err">{value:,}</td>')
+            else:
+                cells.append(f"<td>{'-' if value is None else 0}</td>")
+        body.append(f'<tr class="health"><td title="{_e(tip)}">{_e(name)}</td>{"".join(cells)}</tr>')
     return ('<h2>Summary</h2><table id="summary"><thead><tr><th>whole session</th>' + head
             + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>"
-            '<p class="muted">&#9733; best value in the row among the runs with the fewest faults (ties all marked); deltas are to the first run.</p>')
+            '<p class="muted">&#9733; best value in the row among the runs with the fewest faults and no host '
+            "repairs, orphan fixes or overflows (ties all marked; for cost, among those that also retain as many "
+            "facts as the best); deltas are to the first run. Each count says what it is: "
+            f"<strong>{_e(SIMULATED)}</strong> (the host's tokenizer count in a replay, or the cache simulator), "
+            f"<strong>{_e(PROVIDER)}</strong> (usage the provider returned), <strong>{_e(ROUGH)}</strong> (Hermes' chars/4 estimate, "
+            "what the gates compare).</p>")
 
 
 def _section_plots(comparison: Comparison) -> str:
@@ -345,17 +375,21 @@ def _section_plots(comparison: Comparison) -> str:
     labels = comparison.labels
     ticks = _turn_starts(al.rows)
     marks = [[p["x"] for p in pts] for pts in compression_points(comparison)]
-    prompt = svg_plot(aligned_series(comparison, "prompt_tokens"), labels, title="Prompt tokens per request",
+    usage = summary_row_kind("tokens_sent", comparison.traces)
+    prompt = svg_plot(aligned_series(comparison, "prompt_tokens"), labels,
+                      title=f"Prompt tokens per request ({usage} usage)",
                       y_label="tokens", turn_starts=ticks, dashed=aligned_series(comparison, "threshold_tokens"),
                       dashed_label="compression threshold (per run)", markers=marks)
     comp = svg_plot(aligned_series(comparison, "compression_count"), labels, title="compression_count",
                     y_label="compressions", turn_starts=ticks, step=True)
-    cached = svg_plot(aligned_series(comparison, "cache_read"), labels, title="Cached tokens read per request",
+    cached = svg_plot(aligned_series(comparison, "cache_read"), labels,
+                      title=f"Cached tokens read per request ({SIMULATED} cache)",
                       y_label="tokens", turn_starts=ticks)
     return ("<h2>Plots</h2>"
-            + _img(prompt, "prompt tokens per request per run, with each run's compression threshold")
+            + _img(prompt, f"prompt tokens per request per run ({usage} usage), with each run's compression "
+                   "threshold")
             + _img(comp, "compression_count per request per run")
-            + _img(cached, "cached tokens read per request per run"))
+            + _img(cached, f"cached tokens read per request per run ({SIMULATED} cache)"))
 
 
 def _message_block(msg: dict[str, Any]) -> str:
@@ -412,7 +446,7 @@ def _section_compressions(comparison: Comparison) -> str:
             f"<td>{_e(format_value('n', p['tokens_before']))} &#8594; {_e(format_value('n', p['tokens_after']))}</td>"
             f"<td>{_e(p['count_before'])} &#8594; {_e(p['count_after'])}</td></tr>"
             for p in pts)
-        out.append("<table><thead><tr><th>turn</th><th>event</th><th>tokens before &#8594; after</th>"
+        out.append(f"<table><thead><tr><th>turn</th><th>event</th><th>tokens before &#8594; after ({_e(ROUGH)})</th>"
                    "<th>messages before &#8594; after</th></tr></thead><tbody>" + rows + "</tbody></table>")
         for p in pts[:MAX_EXCERPTS]:
             ev = run.trace.events[p["event"]]

@@ -202,13 +202,15 @@ def play_session_turn(
     marker_pos: int,
     wire: WireMessages | None = None,
     kept: list[int] | None = None,
+    make_responder: Callable[..., ReplayResponder] | None = None,
 ) -> int:
     """Feed one recorded turn to the host (teacher forcing); returns the next marker position.
 
     Shared by replay and follow mode so both play a transcript the same way: the original
     agent's summaries, compaction copies and rewound rows are skipped (they are artefacts of its
     own engine), and its compactions become marker events where they happened. ``kept`` is
-    :func:`replayable_indices` of the turn when the caller already has it.
+    :func:`replayable_indices` of the turn when the caller already has it; ``make_responder`` builds
+    the responder in place of :class:`ReplayResponder` (follow mode's waits for a turn still being written).
     """
     messages = session.messages
     if kept is None:
@@ -235,8 +237,8 @@ def play_session_turn(
     if first_assistant:
         reach(kept[first_assistant - 1])
     stamps = [t for i in kept[:first_assistant] if isinstance(t := messages[i].get("x_timestamp"), int | float)]
-    responder = ReplayResponder(session, kept[first_assistant:], calls, wire, sent_hint=max(stamps, default=None),
-                                on_reach=reach)
+    responder = (make_responder or ReplayResponder)(session, kept[first_assistant:], calls, wire,
+                                                    sent_hint=max(stamps, default=None), on_reach=reach)
     ts = messages[kept[0]].get("x_timestamp") if kept else None
     # Hermes makes at least one provider call per turn unless the user stops it first, so a
     # turn the transcript records no reply to was interrupted before its first call.

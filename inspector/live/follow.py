@@ -19,6 +19,14 @@ a poll because writers pause between the pieces of one reply (Claude Code writes
 block of a message as its own line, Codex each response item): a reply that looks final after
 its first block may not be. A turn played on the quiet rule is noted in the trace.
 
+While a turn is still being written, what of it is certain is played at once, request by
+request (a long agent turn would otherwise show nothing until it ends): every provider call
+whose reply is followed by more of the turn (its tool results, say) is complete. The host plays
+that part of the turn on a thread of its own and waits, inside the turn, for the rest; each
+poll hands it what the source has gained and lets it run until it waits again, so the host and
+the engine never run on two threads at once. When the turn ends (by the rules above) the rest
+is played; a turn rewritten meanwhile ends where it was and the rewrite is noted as below.
+
 Each played turn is remembered by a digest of everything it fed the host (messages and usage).
 When a played turn no longer matches (the writer rewrote, truncated or replaced the file, or a
 turn played on the quiet rule grew), the trace notes it and the turns after the last one still
@@ -41,8 +49,10 @@ from typing import Any
 from inspector import __version__
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.replay import (
+    INTERRUPT_CLOSING,
     engine_meta,
     host_for,
+    is_interrupt_closing,
     make_counter,
     make_simulator,
     play_session_turn,
@@ -50,6 +60,7 @@ from inspector.host.replay import (
     replayable_indices,
     session_identifier,
 )
+from inspector.host.responders import ReplayResponder, WireMessages
 from inspector.live import DEFAULT_SETTLE_SECONDS
 from inspector.live.session import activated, load_named_engine, snapshot_trace
 from inspector.sessions.model import ApiCall, ReaderError, Session, Turn, wire_message
@@ -66,6 +77,8 @@ FOLLOW_DIFFERENCES = [
     "and a host note marks the point; new turns continue from there.",
     "Messages the source adds to a turn after marking it ended (a local command, instructions re-sent on resume) "
     "are fed at the start of the next turn rather than at the end of theirs; the history is the same.",
+    "A turn still being written is played as far as its provider calls are complete (a reply followed by more of "
+    "the turn); a follow stopped meanwhile finalises it with the calls played so far (a host note says so).",
 ]
 
 
@@ -111,6 +124,101 @@ def turn_is_final(session: Session, turn: Turn) -> bool:
     return False
 
 
+def certain_part(session: Session, kept: list[int]) -> list[int]:
+    """The part of a turn still being written that can no longer change: all but a last assistant
+    row (a reply may still gain blocks, tool calls or its usage until something follows it)."""
+    if kept and session.messages[kept[-1]].get("role") == "assistant":
+        return kept[:-1]
+    return kept
+
+
+class _GrowingResponder(ReplayResponder):
+    """Teacher forcing for a turn still being written: at the end of what is known it waits."""
+
+    open_turn: _OpenTurn
+
+    def _peek(self) -> dict[str, Any] | None:
+        while self._pos >= len(self._indices) and not self.open_turn.final:
+            self.open_turn.park()
+        return super()._peek()
+
+    def grow(self, session: Session, calls: dict[int, ApiCall], more: list[int]) -> None:
+        """The source was read again: the same turn, with ``more`` of it (indices into ``session``)."""
+        self._session, self._calls, self._wire = session, calls, WireMessages(session)
+        self._indices.extend(more)
+
+
+class _OpenTurn:
+    """A turn the host is playing while the source still writes it, on a thread of its own.
+
+    Strictly alternating with the poll thread, like a coroutine: :meth:`resume` runs the turn
+    until its responder has nothing more to feed (:meth:`park`) or the turn ends.
+    """
+
+    def __init__(self, index: int, session: Session, calls: dict[int, ApiCall], own: list[int],
+                 markers_done: int) -> None:
+        self.index = index
+        self.session, self.calls = session, calls
+        self.own = list(own)  # the turn's replayable messages given to the host so far
+        self.digest = fed_digest(session, self.own, calls)
+        self.final = False  # no more will come: the responder plays what it has and the turn ends
+        self.settled = False
+        self.closing: int | None = None  # Hermes' own closing row of a stopped turn (not a provider reply)
+        self.responder: _GrowingResponder | None = None
+        self.markers_done = markers_done  # the source's compaction markers placed (play_session_turn's return)
+        self.done = False
+        self.error: BaseException | None = None
+        self._turn_go = threading.Semaphore(0)
+        self._poll_go = threading.Semaphore(0)
+        self.thread: threading.Thread | None = None
+
+    def start(self, play: Callable[[Callable[..., ReplayResponder]], int]) -> None:
+        """Begin the turn (``play`` feeds it to the host) and run it until it first waits."""
+        def make(*args: Any, **kwargs: Any) -> ReplayResponder:
+            responder = _GrowingResponder(*args, **kwargs)
+            responder.open_turn = self
+            self.responder = responder
+            return responder
+
+        def run() -> None:
+            self._turn_go.acquire()
+            try:
+                self.markers_done = play(make)
+            except BaseException as exc:  # noqa: BLE001 - handed to the poll thread, which raises it
+                self.error = exc
+            finally:
+                self.done = True
+                self._poll_go.release()
+
+        self.thread = threading.Thread(target=run, name="inspector-follow-turn", daemon=True)
+        self.thread.start()
+        self.resume()
+
+    def park(self) -> None:
+        """On the turn's thread: hand control back to the poll and wait to be resumed."""
+        self._poll_go.release()
+        self._turn_go.acquire()
+
+    def resume(self) -> None:
+        """On the poll thread: let the turn run until it waits for more or ends."""
+        if self.done:  # it ended (or failed) already: nothing waits to be resumed
+            return
+        self._turn_go.release()
+        self._poll_go.acquire()
+        if self.done:
+            assert self.thread is not None
+            self.thread.join()
+            if self.error is not None:
+                raise self.error
+
+    def grow(self, session: Session, calls: dict[int, ApiCall], own: list[int]) -> None:
+        assert self.responder is not None
+        more = own[len(self.own):]
+        self.responder.grow(session, calls, more)
+        self.session, self.calls, self.own = session, calls, list(own)
+        self.digest = fed_digest(session, self.own, calls)
+
+
 class Follower:
     """Replays the complete turns of a growing session through one engine.
 
@@ -120,6 +228,8 @@ class Follower:
     source marks no end for is played (default :data:`DEFAULT_SETTLE_SECONDS`, or two poll
     intervals if that is longer). ``clock`` gives wall-clock seconds, comparable to file
     modification times (a file last written long ago is quiet already); tests pass a fake one.
+    ``grow``: play a turn still being written as far as it is certain (see the module's notes);
+    False waits for each turn to be complete.
     """
 
     def __init__(
@@ -137,6 +247,7 @@ class Follower:
         counter: Any = None,
         simulator: Any = None,
         label: str | None = None,
+        grow: bool = True,
     ) -> None:
         from inspector.sessions import split_spec
 
@@ -170,6 +281,9 @@ class Follower:
         self._rewritten_noted_at: int | None = None
         self._warned: set[str] = set()  # reader warnings already noted
         self._closed = False
+        self.grow = grow
+        self._open: _OpenTurn | None = None  # the turn being played while the source writes it
+        self.grew = False  # the latest poll played more of the open turn (a new request, say)
 
     # -- reading -----------------------------------------------------------------------------
     def _stat_fingerprint(self) -> tuple[Any, ...]:
@@ -265,10 +379,15 @@ class Follower:
 
     # -- polling ----------------------------------------------------------------------------------
     def poll(self) -> int:
-        """Read the source once and replay every newly completed turn; returns how many were added."""
+        """Read the source once and replay every newly completed turn; returns how many were added.
+
+        With ``grow``, a last turn still being written is also played as far as it is certain
+        (:attr:`grew` says whether this poll added requests to it).
+        """
         if self._closed:
             return 0
         self.polls += 1
+        self.grew = False
         session = self._read()
         if session is None or not session.turns:
             return 0
@@ -277,10 +396,10 @@ class Follower:
             self._set_error(str(stopped or "the engine refused to start; see the trace"))
             self.refused = True  # Hermes builds no agent with this engine: nothing more to follow
             return 0
+        assert self.host is not None
         turns = session.turns
         calls = {c.message_index: c for c in session.api_calls}
         self._note_warnings(session)
-        start, carried = self._first_new_turn(session, calls)
         complete = len(turns) - 1  # every turn but the last: a later one has begun
         quiet = self.quiet_for()
         settled = False
@@ -289,22 +408,101 @@ class Follower:
         elif turn_is_final(session, turns[-1]) and quiet >= self.settle:
             complete, settled = len(turns), True
         added = 0
+        requests = len(self.host.trace.requests)
         with activated(self.loaded):
-            for index in range(start, complete):
-                self._play(session, index, calls, carried if index == start else [], settled=settled)
+            if self._open is not None and self._advance_open(session, calls, complete, settled, quiet):
                 self.played += 1
                 added += 1
-        if settled and start < len(turns):  # the last turn was among those played
-            assert self.host is not None
-            self.host.note(f"follow: this turn was replayed on the quiet rule: the source marks no end of turn and "
-                           f"had not changed for {quiet:.1f} s (settle period {self.settle:g} s); should the writer "
-                           f"add to it, it is replayed again", rule="quiet", quiet_seconds=round(quiet, 3),
-                           settle_seconds=self.settle)
-        if added:
-            assert self.host is not None
+            if self._open is None:
+                start, carried = self._first_new_turn(session, calls)
+                for index in range(start, complete):
+                    self._play(session, index, calls, carried if index == start else [], settled=settled)
+                    self.played += 1
+                    added += 1
+                if settled and start < len(turns):  # the last turn was among those played
+                    self._note_quiet(quiet)
+                last = len(turns) - 1
+                if self.grow and complete <= last and start <= last:
+                    self._open_turn(session, last, calls, carried if start == last else [])
+        self.grew = self._open is not None and len(self.host.trace.requests) > requests
+        if added or self.grew:
             self.host.trace.meta["session"]["turns"] = self.played
             self.host.trace.finish()
         return added
+
+    def _note_quiet(self, quiet: float) -> None:
+        assert self.host is not None
+        self.host.note(f"follow: this turn was replayed on the quiet rule: the source marks no end of turn and "
+                       f"had not changed for {quiet:.1f} s (settle period {self.settle:g} s); should the writer "
+                       f"add to it, it is replayed again", rule="quiet", quiet_seconds=round(quiet, 3),
+                       settle_seconds=self.settle)
+
+    # -- a turn still being written -------------------------------------------------------------
+    def _open_turn(self, session: Session, index: int, calls: dict[int, ApiCall], carried: list[int]) -> None:
+        """Start playing the last turn as far as it is certain, if one provider call of it is."""
+        turn = session.turns[index]
+        certain = certain_part(session, replayable_indices(session, turn))
+        if not any(session.messages[i].get("role") == "assistant" for i in certain):
+            return  # no call of it is complete yet
+        if carried:  # as _play: the previous turn's digest now covers what it gained
+            before = replayable_indices(session, session.turns[index - 1])
+            self._played[-1] = _Played(fed_digest(session, before, calls), len(before), self._played[-1].settled)
+        markers = sorted(session.compactions, key=lambda c: c.message_index)
+        host, done = self.host, self._markers_done
+        opened = self._open = _OpenTurn(index, session, calls, certain, done)
+        opened.start(lambda make: play_session_turn(host, session, turn, calls, markers, done, kept=carried + certain,
+                                                    make_responder=make))
+        if opened.done:  # the host ended the turn itself (an interrupt, a failure): it holds what it played
+            self._close_open()
+
+    def _advance_open(self, session: Session, calls: dict[int, ApiCall], complete: int, settled: bool,
+                      quiet: float) -> bool:
+        """Give the open turn what the source gained; True when the turn has ended."""
+        opened = self._open
+        assert opened is not None and self.host is not None
+        index = opened.index
+        own = replayable_indices(session, session.turns[index]) if index < len(session.turns) else []
+        if session is not opened.session and (own[:len(opened.own)] != opened.own
+                                              or fed_digest(session, opened.own, calls) != opened.digest):
+            # Rewritten under the turn: it ends where it is, and the next look notes the rewrite.
+            opened.final = True
+            opened.resume()
+            self._close_open()
+            return True
+        if index < complete:  # complete now: the rest of it, then the turn ends
+            messages = session.messages
+            if len(own) >= 2 and is_interrupt_closing(messages[own[-1]], messages[own[-2]]):
+                opened.closing, own = own[-1], own[:-1]
+            opened.grow(session, calls, own)
+            opened.final = True
+            opened.resume()
+            if opened.closing is not None:  # as play_session_turn: Hermes' own row, no provider call
+                self.host.history.append(WireMessages(session)[opened.closing])
+                self.host.note("the user stopped this turn during its tools; Hermes closed it with its own "
+                               f"assistant row ({INTERRUPT_CLOSING!r}…), which joins the history without a "
+                               "provider call")
+            opened.settled = settled and index == len(session.turns) - 1
+            self._close_open()
+            if opened.settled:
+                self._note_quiet(quiet)
+            return True
+        certain = certain_part(session, own)
+        if len(certain) > len(opened.own):
+            opened.grow(session, calls, certain)
+            opened.resume()
+            if opened.done:
+                self._close_open()
+                return True
+        return False
+
+    def _close_open(self) -> None:
+        """The open turn has ended: remember it as a played turn."""
+        opened = self._open
+        assert opened is not None
+        self._open = None
+        self._markers_done = opened.markers_done
+        fed = opened.own + ([opened.closing] if opened.closing is not None else [])
+        self._played.append(_Played(fed_digest(opened.session, fed, opened.calls), len(fed), opened.settled))
 
     def _first_new_turn(self, session: Session, calls: dict[int, ApiCall]) -> tuple[int, list[int]]:
         """The source's first turn not replayed yet, and messages of the turn before it still to feed.
@@ -385,8 +583,9 @@ class Follower:
             on_error: Callable[[str | None], None] | None = None) -> int:
         """Poll every ``interval`` until ``stop`` is set (or ``max_seconds``); returns the turns added.
 
-        ``on_update(snapshot, added)`` runs on this thread after each poll that added turns, with
-        a trace snapshot that is safe to hand to another thread. ``on_error(message)`` runs when
+        ``on_update(snapshot, added)`` runs on this thread after each poll that added turns (or
+        requests of a turn still being written: ``added`` is 0 then), with a trace snapshot that
+        is safe to hand to another thread. ``on_error(message)`` runs when
         the source becomes unreadable (deleted, truncated, the session gone) and with None when
         it is readable again.
         """
@@ -401,7 +600,7 @@ class Follower:
                     on_error(self.last_error)
             if self.refused:
                 break
-            if added and on_update is not None:
+            if (added or self.grew) and on_update is not None:
                 snap = self.snapshot()
                 if snap is not None:
                     on_update(snap, added)
@@ -415,6 +614,21 @@ class Follower:
                 break
         return total
 
+    def _finish_open(self) -> None:
+        """Stopped while a turn is still being written: it ends with the calls played so far."""
+        opened = self._open
+        if opened is None:
+            return
+        assert self.host is not None
+        opened.final = True
+        opened.resume()
+        played = sum(1 for r in self.host.trace.requests if r.turn == self.host.turn)
+        self.host.note(f"follow: stopped while this turn was still being written; it was finalised with the "
+                       f"{played} provider call{'s' if played != 1 else ''} played so far", rule="stopped")
+        self._close_open()
+        self.played += 1
+        self.host.trace.meta["session"]["turns"] = self.played
+
     def close(self) -> Trace | None:
         """End the engine's session (``on_session_end``) and release the engine; returns the final trace."""
         if self._closed:
@@ -423,6 +637,7 @@ class Follower:
         try:
             if self.host is not None and self.started:
                 with activated(self.loaded):
+                    self._finish_open()
                     self.host.end()
         finally:
             if self._owns_loaded:

@@ -29,10 +29,19 @@ class Analysis:
     retention: Retention
     facts: int  # distinct facts in the whole session
     probes: dict[str, Any] = field(default_factory=dict)  # what probes.py added (tools, graded questions)
+    # (event, retention) per compaction, counted once: the window asks at every cursor step (the probes
+    # change only the end's facts, so these stay true)
+    _points: list[tuple[int, float]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def run_retention(self) -> float:
         return self.retention.retention
+
+    def compaction_points(self) -> list[tuple[int, float]]:
+        """(event, retention) of every compaction that has an event, in order."""
+        if self._points is None:
+            self._points = [(p.event, p.retention) for p in self.retention.compactions if p.event is not None]
+        return self._points
 
     def lost_facts(self) -> list[FactStatus]:
         """Facts lost at the end of the run, most telling kinds first (decisions, commands, errors ...)."""
@@ -143,7 +152,7 @@ def analyse_quietly(trace: Trace | None) -> Analysis | None:
 def retention_before(analysis: Analysis, event: int) -> tuple[int, float] | None:
     """(event, retention) of the last compaction at or before ``event``, or None."""
     found = None
-    for point in analysis.retention.compactions:
-        if point.event is not None and point.event <= event:
-            found = (point.event, point.retention)
+    for point in analysis.compaction_points():
+        if point[0] <= event:
+            found = point
     return found

@@ -8,7 +8,7 @@ So all runs move in lockstep from a single source of truth, and the panels that 
 about comparisons (the event list, the request view) simply show the primary run.
 
 Replays take seconds, so :class:`CompareRunner` runs :func:`inspector.compare.run_comparison`
-on a worker QThread; its progress callback fires on the replay threads and is marshalled to
+on the window's job runner; its progress callback fires on the replay threads and is marshalled to
 the GUI thread through a queued signal. :class:`CompareDialog` collects the run specs.
 """
 
@@ -45,6 +45,7 @@ from inspector.compare import (
 )
 from inspector.trace.model import Request, Trace
 from inspector.ui.derive import is_cache_miss
+from inspector.ui.jobs import JobRunner
 from inspector.ui.replay import ThreadedRunner
 
 MIN_RUNS = 2
@@ -289,8 +290,8 @@ class CompareRunner(ThreadedRunner):
     progress = Signal(int, int, str)  # turns done (all runs), turns total, text
     thread_name = "inspector-compare"
 
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
+    def __init__(self, parent: QObject | None = None, jobs: JobRunner | None = None) -> None:
+        super().__init__(parent, jobs)
         self._done: dict[str, tuple[int, int]] = {}
         self.cancelled = False
 

@@ -21,17 +21,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from inspector.trace import model as tm
-from inspector.trace.model import Event, Trace
 
-# What a token count is. Every count a panel or the report shows names one of these.
-SENT = "sent"  # the tokenizer's count of the request the engine produced (messages + tool schemas)
-MESSAGES_ONLY = "messages only"  # the tokenizer's count of the messages, without tool schemas
-PROVIDER = "provider-reported"  # usage the provider returned (recorded in the transcript, or live)
-SIMULATED = "simulated"  # usage the host synthesised for update_from_response during a replay
-HIDDEN_PREFIX = "hidden prefix"  # provider-reported minus what the messages account for
-ROUGH = "rough"  # Hermes' chars/4 estimate (what the gates compare)
-ANCHORED = "anchored"  # last reported prompt + rough estimate of the messages appended since
-COUNT_KINDS = (SENT, MESSAGES_ONLY, PROVIDER, SIMULATED, HIDDEN_PREFIX, ROUGH, ANCHORED)
+# What a token count is (inspector.trace.counts, shared with the report). Every count a panel shows names one.
+from inspector.trace.counts import (  # noqa: F401 - re-exported: the panels import them from here
+    ANCHORED,
+    COUNT_KINDS,
+    HIDDEN_PREFIX,
+    MESSAGES_ONLY,
+    PROVIDER,
+    ROUGH,
+    SENT,
+    SIMULATED,
+    is_live,
+    usage_kind,
+)
+from inspector.trace.model import Event, Trace
 
 GATE_KINDS = frozenset({tm.EV_SHOULD, tm.EV_DEFER, tm.EV_SHOULD_INFO})
 
@@ -50,16 +54,6 @@ class Line:
 
     label: str
     value: str
-
-
-def is_live(trace: Trace) -> bool:
-    """A live chat's trace: its usage came from a real provider, not from the host's tokenizer."""
-    return trace.meta.get("mode") == "live" or (trace.meta.get("session") or {}).get("format") == "live"
-
-
-def usage_kind(trace: Trace) -> str:
-    """What the usage handed to ``update_from_response`` is in this trace."""
-    return PROVIDER if is_live(trace) else SIMULATED
 
 
 def describe_value(trace: Trace, value: Any, limit: int = 120) -> str:

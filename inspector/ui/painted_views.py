@@ -66,15 +66,22 @@ class RowCellCache:
 
 
 class _RowPainter:
-    """Paints one row's cells, keeping each text laid out (and cut to its width) for the next paint."""
+    """Paints one row's cells, keeping each text laid out (and cut to its width) for the next paint.
+
+    A text is laid out as a ``QStaticText`` the second time it is painted: the first time it is
+    cut and drawn directly, which costs about half as much, and most texts a random jump brings
+    into view are painted once (the rows a step keeps in view are painted again and again).
+    """
 
     LIMIT = 8192  # laid-out texts kept before the cache starts over
 
     def __init__(self, view: QWidget) -> None:
         self.view = view
         self._texts: dict[tuple[str, int, int], tuple[QStaticText, float]] = {}
+        self._once: dict[tuple[str, int, int], str] = {}  # texts painted once, as cut to their width
         self._fonts: dict[int, tuple[QFont, int]] = {}  # id → (font kept alive, line height)
         self._metric_cache: dict[int, QFontMetrics] = {}  # id of a font in _fonts → its metrics
+        self._narrowest: dict[int, tuple[int, int]] = {}  # id of metrics → its narrowest and widest glyph advance
         self._pixmaps: dict[tuple[int, int, bool], QPixmap] = {}
         self.margin = 0
         self.forget()
@@ -82,9 +89,11 @@ class _RowPainter:
     def forget(self) -> None:
         """Lay everything out again (the view's font or style changed)."""
         self._texts.clear()
+        self._once.clear()
         self._fonts.clear()
         self._pixmaps.clear()
         self._metric_cache.clear()
+        self._narrowest.clear()
         view = self.view
         self.margin = view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1
 
@@ -109,9 +118,8 @@ class _RowPainter:
         found = self._texts.get(key)
         if found is None:
             chosen = self._font(font)[0]
-            # one call: elidedText measures the text and returns it whole when it fits (most event
-            # labels do not fit their column, so measuring first cost a second pass over each)
-            text = self._metrics(chosen).elidedText(text, Qt.TextElideMode.ElideRight, max(width, 0))
+            cut = self._once.pop(key, None)
+            text = cut if cut is not None else self._elided(self._metrics(chosen), text, max(width, 0))
             static = QStaticText(text)
             static.setTextFormat(Qt.TextFormat.PlainText)
             static.prepare(font=chosen)
@@ -119,6 +127,33 @@ class _RowPainter:
                 self._texts.clear()
             found = self._texts[key] = (static, static.size().width())
         return found
+
+    def _elided(self, metrics: QFontMetrics, text: str, width: int) -> str:
+        """``text`` cut with an ellipsis to ``width`` px, as ``elidedText`` cuts it, at a cost bounded by the width.
+
+        One call: elidedText measures the text and returns it whole when it fits (most event
+        labels do not fit their column, so measuring first cost a second pass over each). Its
+        cost grows with the text's length, so a long text is first cut to what could ever show
+        (``width`` over the narrowest glyph's advance): when even that cut does not fit, eliding
+        it keeps the same prefix as eliding the whole text would. A short ASCII text that fits even
+        in the font's widest glyphs is not measured at all.
+        """
+        elide = Qt.TextElideMode.ElideRight
+        key = id(metrics)
+        bounds = self._narrowest.get(key)
+        if bounds is None:
+            narrowest = max(1, min(metrics.horizontalAdvance(c) for c in " .,:;'|!il"))
+            bounds = self._narrowest[key] = (narrowest, metrics.maxWidth())
+        narrowest, widest = bounds
+        if len(text) * widest <= width and text.isascii():  # fits whatever its glyphs (all in this font)
+            return text
+        limit = width // narrowest + 2
+        if len(text) > limit:
+            head = text[:limit]
+            cut = metrics.elidedText(head, elide, width)
+            if cut != head:
+                return cut
+        return metrics.elidedText(text, elide, width)
 
     def _pixmap(self, icon: QIcon, size: int, selected: bool) -> QPixmap:
         key = (icon.cacheKey(), size, selected)
@@ -158,20 +193,39 @@ class _RowPainter:
             if not text:
                 continue
             font = cells[4 * n + c]
-            static, advance = self.laid_out(text, font, x + w - margin - left)
+            room = x + w - margin - left
+            key = (text, 0 if font is None else id(font), room)
+            found = self._texts.get(key)
+            once = None
+            if found is None and key not in self._once:  # first time: cut it and draw it directly
+                metrics = self._metrics(self._font(font)[0])
+                once = self._once[key] = self._elided(metrics, text, max(room, 0))
+                if len(self._once) >= self.LIMIT:
+                    self._once.clear()
+            elif found is None:
+                found = self.laid_out(text, font, room)  # painted again: worth laying out
             if font is not current:
                 painter.setFont(self._font(font)[0])
                 current = font
             fg = cells[2 * n + c]
             painter.setPen(highlighted_pen if selected else text_pen if fg is None else fg.color())
             align = cells[3 * n + c] or 0
+            if once is not None:
+                advance = metrics.horizontalAdvance(once) if align & (_RIGHT | _HCENTER) else 0.0
+            else:
+                assert found is not None
+                advance = found[1]
             if align & _RIGHT:
                 tx = x + w - margin - advance
             elif align & _HCENTER:
-                tx = left + (x + w - margin - left - advance) / 2
+                tx = left + (room - advance) / 2
             else:
                 tx = left
-            painter.drawStaticText(QPointF(tx, y + (height - self._font(font)[1]) / 2), static)
+            top = y + (height - self._font(font)[1]) / 2
+            if once is not None:
+                painter.drawText(QPointF(tx, top + metrics.ascent()), once)
+            else:
+                painter.drawStaticText(QPointF(tx, top), found[0])
 
 
 def _brushes(view: QWidget) -> tuple[QBrush, QBrush, QBrush, tuple[Any, Any]]:

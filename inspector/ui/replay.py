@@ -1,10 +1,10 @@
 """Running a replay from the window: on a worker thread, with progress and cancel.
 
 A long session can take minutes to replay; doing it on the GUI thread would freeze the window
-(and an engine that hangs would hang the app). :class:`ReplayRunner` owns one daemon thread per
-run, reports progress through queued signals, and turns every failure (engine did not load,
-reader error, an exception from the host) into a message for the window instead of a crash. A
-hook blocked for good in a call nothing can interrupt is detected (past its timeout plus a
+(and an engine that hangs would hang the app). :class:`ReplayRunner` runs one replay at a time
+on the window's job runner (:mod:`inspector.ui.jobs`), reports progress through queued signals,
+and turns every failure (engine did not load, reader error, an exception from the host) into a
+message for the window instead of a crash. A hook blocked for good in a call nothing can interrupt is detected (past its timeout plus a
 grace period, or at once on Cancel) and its job abandoned: the thread is left behind (a daemon,
 so it never keeps the app from quitting) and the partial trace is shown with the timeout fault.
 """
@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from inspector.host.guard import ABANDON_GRACE
 from inspector.trace.model import Trace
+from inspector.ui.jobs import Job, JobRunner
 
 if TYPE_CHECKING:
     from inspector.host.replay import StuckWatch
@@ -132,13 +133,12 @@ class _Worker(QObject):
 
 
 class ThreadedRunner(QObject):
-    """One background job at a time on a daemon thread, so the window never freezes.
+    """One background job at a time on the window's :class:`~inspector.ui.jobs.JobRunner`.
 
     Subclasses build the worker (a QObject with ``run``, ``done`` and ``failed``) and wire any
-    extra signals; the thread's lifetime, cancelling and clean-up live here once. The worker
-    object stays on the GUI thread; its signals, emitted from the job's thread, arrive queued.
-    A daemon thread rather than a QThread: a job stuck in engine code can be left behind, and
-    neither Python nor Qt waits for it (or aborts over it) when the app quits.
+    extra signals; the job runner owns the thread, and cancelling and clean-up live here once.
+    The worker object stays on the GUI thread; its signals, emitted from the job's thread,
+    arrive queued. A job stuck in engine code can be abandoned (its daemon thread is left behind).
     """
 
     finished = Signal(object)
@@ -146,16 +146,16 @@ class ThreadedRunner(QObject):
     running_changed = Signal(bool)
     thread_name = "inspector-worker"
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, jobs: JobRunner | None = None) -> None:
         super().__init__(parent)
-        self._thread: threading.Thread | None = None
+        self._jobs = jobs if jobs is not None else JobRunner(self)
+        self._job: Job | None = None
         self._worker: QObject | None = None
         self._cancel = threading.Event()
-        self._abandoned: list[tuple[threading.Thread, QObject | None]] = []
 
     @property
     def running(self) -> bool:
-        return self._thread is not None
+        return self._job is not None
 
     def _new_cancel_event(self) -> threading.Event:
         if self.running:
@@ -164,12 +164,12 @@ class ThreadedRunner(QObject):
         return self._cancel
 
     def _launch(self, worker: QObject) -> None:
-        thread = threading.Thread(target=worker.run, name=self.thread_name, daemon=True)
         worker.done.connect(self._on_done)
         worker.failed.connect(self._on_failed)
-        self._thread, self._worker = thread, worker
+        self._worker = worker
+        self._job = self._jobs.submit(lambda _job: worker.run(), on_error=self._on_job_error, key=self.thread_name,
+                                      name=self.thread_name, cancel=self._cancel)
         self.running_changed.emit(True)
-        thread.start()
 
     def _current(self) -> bool:
         """The signal being handled comes from the job in progress (not one abandoned by wait())."""
@@ -180,12 +180,11 @@ class ThreadedRunner(QObject):
 
     def wait(self, ms: int = 10_000) -> bool:
         """Cancel and wait for the worker (window close); True when it stopped in time."""
-        thread = self._thread
-        if thread is None:
+        job = self._job
+        if job is None:
             return True
         self._cancel.set()
-        thread.join(ms / 1000)
-        stopped = not thread.is_alive()
+        stopped = self._jobs.wait(job, ms, deliver=False)
         if stopped:
             self._cleanup()
         return stopped
@@ -193,20 +192,23 @@ class ThreadedRunner(QObject):
     def abandon(self) -> None:
         """Give up on a job that does not stop (an engine stuck inside a hook): it finishes on its
         own thread, its result is ignored, and a new job can start."""
-        if self._thread is not None:
-            self._abandoned.append((self._thread, self._worker))  # kept alive until the thread ends
-            self._thread, self._worker = None, None
+        if self._job is not None:
+            self._jobs.abandon(self._job)
+            self._job, self._worker = None, None
             self.running_changed.emit(False)
-        self._abandoned = [(t, w) for t, w in self._abandoned if t.is_alive()]
 
     def _cleanup(self) -> None:
-        thread, worker = self._thread, self._worker
-        self._thread, self._worker = None, None
-        if thread is not None:
-            thread.join(1.0)  # its job has ended (the signal being handled was its last act)
+        worker = self._worker
+        self._job, self._worker = None, None
         if worker is not None:
             worker.deleteLater()
         self.running_changed.emit(False)
+
+    def _on_job_error(self, message: str, details: str) -> None:
+        """The worker's ``run`` itself raised (it reports its own failures, so this is a bug)."""
+        if self._job is not None:
+            self._cleanup()
+            self.failed.emit(message, details)
 
     def _on_done(self, result: Any) -> None:
         if not self._current():
@@ -232,8 +234,8 @@ class ReplayRunner(ThreadedRunner):
     cancel_grace = 0.5  # after Cancel: only long enough for an interrupt that can land to land
     poll_ms = 250
 
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
+    def __init__(self, parent: QObject | None = None, jobs: JobRunner | None = None) -> None:
+        super().__init__(parent, jobs)
         self._poll = QTimer(self)
         self._poll.timeout.connect(self._check_stuck)
 

@@ -42,6 +42,7 @@ from inspector.ui import settings as settings_dialog
 from inspector.ui.compare import CompareRequest, CompareRunner, CompareView, ask_specs
 from inspector.ui.cursor import Cursor
 from inspector.ui.document import MARKS, Document
+from inspector.ui.jobs import JobRunner
 from inspector.ui.panels import PANEL_CLASSES, Panel
 from inspector.ui.panels.chat import ChatPanel
 from inspector.ui.panels.doctor import DoctorPanel
@@ -281,8 +282,12 @@ class MainWindow(QMainWindow):
 
         self.panels: dict[str, Panel] = {}
         self.docks: dict[str, QDockWidget] = {}
+        #: the one runner of every background job (replays, loads, comparisons, the docks' own work)
+        self.jobs = JobRunner(self)
+        self.jobs.error.connect(lambda message, details: self.show_message(message, "error", details))
         for cls in PANEL_CLASSES:
             panel = cls(self.cursor)
+            panel.jobs = self.jobs
             dock = QDockWidget(cls.title, self)
             dock.setObjectName(f"dock_{cls.panel_id}")
             dock.setWidget(_ScrollingDock(panel) if cls.panel_id in SCROLLED_PANELS else panel)
@@ -301,7 +306,7 @@ class MainWindow(QMainWindow):
         self._compact: bool | None = None  # None: compact below COMPACT_BELOW px wide, as a preset would
         self.dock_hold = layout.SideDockHold(self, self.docks)
 
-        self.replay_runner = ReplayRunner(self)
+        self.replay_runner = ReplayRunner(self, self.jobs)
         self.replay_runner.progress.connect(self._replay_progress)
         self.replay_runner.finished.connect(self._replay_finished)
         self.replay_runner.failed.connect(self._replay_failed)
@@ -314,11 +319,11 @@ class MainWindow(QMainWindow):
         self.replay_bar.replay_requested.connect(self.start_replay)
         self.replay_bar.cancel_requested.connect(self.replay_runner.cancel)
         self.replay_runner.running_changed.connect(self.replay_bar.set_running)
-        self.load_runner = LoadRunner(self)
+        self.load_runner = LoadRunner(self, self.jobs)
         self.load_runner.finished.connect(self._load_finished)
         self.load_runner.failed.connect(self._load_failed)
         self._pending_load: tuple[str, int] | None = None
-        self.compare_runner = CompareRunner(self)
+        self.compare_runner = CompareRunner(self, self.jobs)
         self.compare_runner.progress.connect(self._compare_progress)
         self.compare_runner.finished.connect(self._compare_finished)
         self.compare_runner.failed.connect(self._compare_failed)
@@ -382,11 +387,11 @@ class MainWindow(QMainWindow):
         self.runs_panel = RunsPanel(self.cursor)
         self.runs_panel.jump_requested.connect(self.cursor.set)
         self.runs_panel.primary_requested.connect(self.set_primary_run)
-        self.chat_panel = ChatPanel(self.cursor)
+        self.chat_panel = ChatPanel(self.cursor, jobs=self.jobs)
         self.chat_panel.trace_updated.connect(lambda t: self._source_trace(t, "live chat"))
-        self.follow_panel = FollowPanel(self._config_and_plugins, engines)
+        self.follow_panel = FollowPanel(self._config_and_plugins, engines, jobs=self.jobs)
         self.follow_panel.trace_updated.connect(lambda t: self._source_trace(t, "follow"))
-        self.doctor_panel = DoctorPanel(self._config_and_plugins, engines)
+        self.doctor_panel = DoctorPanel(self._config_and_plugins, engines, jobs=self.jobs)
         self.panels["engine"].doctor_requested.connect(self.run_doctor)  # type: ignore[attr-defined]
         self.tool_docks: dict[str, QDockWidget] = {}
         for key, widget, title in (("runs", self.runs_panel, "Runs"), ("chat", self.chat_panel, "Live chat"),
@@ -1624,6 +1629,7 @@ class MainWindow(QMainWindow):
         self.chat_panel.shutdown(10_000)
         self.follow_panel.shutdown(10_000)
         self.doctor_panel.shutdown(10_000)
+        self.jobs.shutdown(2_000)  # anything else still running is cancelled; a stuck job is left behind
         try:
             self.save_layout()
         except Exception:  # noqa: BLE001 - a read-only settings file must not block closing

@@ -21,7 +21,7 @@ from inspector.trace.model import (
     Request,
     Trace,
 )
-from tests.engine_sources import BROKEN_ENGINE, NEVER_ENGINE, TAIL_ENGINE
+from tests.engine_sources import BROKEN_ENGINE, DROPS_TOOLS_ENGINE, NEVER_ENGINE, TAIL_ENGINE
 
 HOSTILE = ["<script>alert(1)</script>", '" onmouseover="x', "javascript:alert(1)"]
 
@@ -36,6 +36,7 @@ def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "cmp_tail_late": TAIL_ENGINE.format(limit=2600, name="cmp_tail_late"),
         "cmp_never": NEVER_ENGINE.format(name="cmp_never"),
         "cmp_broken": BROKEN_ENGINE.format(name="cmp_broken"),
+        "cmp_drops_tools": DROPS_TOOLS_ENGINE.format(name="cmp_drops_tools"),
         "cmp_raises": NEVER_ENGINE.format(name="cmp_raises").replace(
             "        return False", "        raise RuntimeError('should_compress exploded')"),
         # Slow enough (0.1 s a provider call) that a cancel from the progress callback lands mid-run.

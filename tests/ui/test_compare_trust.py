@@ -11,29 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
+from tests.engine_sources import DROPS_TOOLS_ENGINE
 from tests.ui.compare_support import ENGINES, write_config, write_plugins, write_session
-
-# compresses like the tail engine, but drops every tool result it keeps: the assistant's tool calls
-# are left without results, which the host's sanitiser repairs with stubs before every call
-DROPS_TOOLS = '''
-from agent.context_engine import ContextEngine
-
-
-class DropsTools(ContextEngine):
-    @property
-    def name(self):
-        return "ui_drops_tools"
-
-    def update_from_response(self, usage):
-        self.last_prompt_tokens = int(usage.get("prompt_tokens", 0) or 0)
-
-    def should_compress(self, prompt_tokens=None):
-        return (prompt_tokens or 0) >= 1500
-
-    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
-        self.compression_count += 1
-        return [dict(m) for m in messages if m.get("role") != "tool"]
-'''
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +21,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     plugins = write_plugins(root / "plugins")
     extra = plugins / "context_engine" / "ui_drops_tools"
     extra.mkdir(parents=True, exist_ok=True)
-    (extra / "__init__.py").write_text(textwrap.dedent(DROPS_TOOLS), encoding="utf-8")
+    (extra / "__init__.py").write_text(textwrap.dedent(DROPS_TOOLS_ENGINE.format(name="ui_drops_tools")),
+                                      encoding="utf-8")
     return {"plugins": plugins, "session": write_session(root / "session.jsonl", turns=6),
             "config": write_config(root / "config.yaml")}
 

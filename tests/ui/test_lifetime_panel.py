@@ -63,3 +63,36 @@ def test_a_lost_fact_selects_its_origin_message_and_jumps_to_where_it_was_first_
     panel.follow.setChecked(True)
     QApplication.processEvents()
     assert panel.selected != origin
+
+
+def test_in_a_window_the_analysis_is_a_background_job_and_a_newer_trace_supersedes_it(qtbot, shown) -> None:
+    from inspector.quality.analysis import cached_analysis
+    from inspector.ui.jobs import JobRunner
+    from inspector.ui.synthetic import build_trace
+
+    first, second = build_trace(300, seed=1), build_trace(200, seed=2)  # never analysed (a replay analyses its own)
+    assert cached_analysis(first) is None and cached_analysis(second) is None
+    cursor, make = shown
+    jobs = JobRunner()
+    LifetimePanel.jobs = jobs  # as the window sets it on every panel it makes
+    try:
+        panel = make(LifetimePanel, first, 1100, 500)
+        key = ("lifetime", id(panel))
+        job = jobs.current(key)
+        assert job is not None and panel.analysis is None, "not computed on the GUI thread"
+        assert panel.readout.text() == "Tracing every message's lifetime…"
+        cursor.set_trace(second)  # a follow update, say: the first trace's analysis is no longer wanted
+        assert job.superseded and jobs.current(key) is not job
+        cursor.set(len(second) // 2)  # the cursor moves on meanwhile: nothing to draw yet, nothing blocks
+        qtbot.waitUntil(lambda: panel.analysis is not None, timeout=20_000)
+        assert panel._analysed_for is second and panel.analysis is cached_analysis(second)
+        assert panel.chart_image.image.shape[0] == len(second.requests)
+        assert panel.selected is not None  # rendered at the cursor once the analysis arrived
+        third = build_trace(250, seed=3)
+        cursor.set_trace(third)
+        assert jobs.current(key) is not None
+        panel.refresh()  # an export or a screenshot waits for the analysis rather than picture its placeholder
+        assert panel.analysis is cached_analysis(third) and jobs.current(key) is None
+    finally:
+        LifetimePanel.jobs = None
+        jobs.shutdown(5_000)

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QWidget
 
 from inspector.trace.model import Trace
 from inspector.ui.cursor import Cursor
+from inspector.ui.jobs import JobRunner
 
 
 class Panel(QWidget):
@@ -31,6 +32,8 @@ class Panel(QWidget):
     area: ClassVar[Qt.DockWidgetArea] = Qt.DockWidgetArea.RightDockWidgetArea
     #: the panel whose dock this one joins as a tab in the default layout (None: its own place in ``area``)
     tab_with: ClassVar[str | None] = None
+    #: the window's job runner, for work too slow for a cursor step (None outside a window: done in place)
+    jobs: JobRunner | None = None
 
     #: the panel asks the window to move the cursor to this event index
     jump_requested = Signal(int)

@@ -2,10 +2,10 @@
 
 The panel owns no host logic. The window gives it a :class:`~inspector.live.worker_chat.WorkerChat`
 (the engine, its host and the ``openai`` client in a worker process; tests may give a
-:class:`~inspector.live.session.LiveSession`), driven from a QThread (one per message, like the
-replay runner), so a slow endpoint, a hanging engine or a dying worker never freezes the window:
-a worker that froze or died ends the turn as a fault, and the next message starts a new worker
-with the conversation so far. Streamed text arrives through queued signals; after each
+:class:`~inspector.live.session.LiveSession`), driven by a job on the window's job runner (one per
+message, like a replay), so a slow endpoint, a hanging engine or a dying worker never freezes the
+window: a worker that froze or died ends the turn as a fault, and the next message starts a new
+worker with the conversation so far. Streamed text arrives through queued signals; after each
 provider request is fully recorded the panel emits :attr:`ChatPanel.trace_updated` with a
 snapshot of the trace, which the window shows in every other panel.
 
@@ -15,13 +15,12 @@ a reply containing markup is displayed, not interpreted.
 
 from __future__ import annotations
 
-import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -36,64 +35,56 @@ from PySide6.QtWidgets import (
 from inspector.live.responder import LiveCancelled, LiveError, LiveSettings
 from inspector.trace.model import Trace
 from inspector.ui.cursor import Cursor
+from inspector.ui.jobs import Job, JobRunner
 from inspector.ui.panels.base import Panel
 
-SessionFactory = Callable[[], Any]  # () -> WorkerChat or LiveSession, called on the chat's QThread
+SessionFactory = Callable[[], Any]  # () -> WorkerChat or LiveSession, called on the message's job thread
 
 
-class _ChatWorker(QObject):
-    """Runs one message (or one /compress) against the session, on the worker thread."""
+def _snapshot(session: Any) -> Trace | None:
+    try:
+        return session.snapshot() if session is not None else None
+    except Exception:
+        return None
 
-    session_ready = Signal(object)
-    delta = Signal(str)
-    notice = Signal(str, str)
-    request_done = Signal(object)  # Trace snapshot
-    finished = Signal(str, object)  # reply text, Trace snapshot
-    failed = Signal(str, str, object)  # kind, message, Trace snapshot or None
 
-    def __init__(self, session: Any, factory: SessionFactory | None, text: str, cancel: threading.Event) -> None:
-        super().__init__()
-        self.session = session
-        self.factory = factory
-        self.text = text
-        self.cancel = cancel
+def _chat(job: Job, session: Any, factory: SessionFactory | None, text: str, made: dict[str, Any]) -> tuple[Any, ...]:
+    """The job (on its thread): one message, or one /compress, against the session.
 
-    def _snapshot(self) -> Trace | None:
-        try:
-            return self.session.snapshot() if self.session is not None else None
-        except Exception:
-            return None
+    A session the factory makes is also left in ``made``, so the panel can close it even if the
+    report of it never arrives (the window closed mid-message).
 
-    @Slot()
-    def run(self) -> None:
-        try:
-            if self.session is None:
-                if self.factory is None:
-                    raise LiveError("no live session: configure an endpoint and an engine first", kind="config")
-                self.session = self.factory()
-                self.session_ready.emit(self.session)
-            text = self.text.strip()
-            if text == "/compress" or text.startswith("/compress "):
-                topic = text[len("/compress"):].strip() or None
-                committed = self.session.compress(topic)
-                message = "compression committed" if committed else "compression made no change"
-                self.finished.emit(f"[/compress: {message}]", self._snapshot())
-                return
-            reply = self.session.send(
-                self.text,
-                on_delta=self.delta.emit,
-                cancel=self.cancel,
-                on_notice=self.notice.emit,
-                on_request=lambda: self.request_done.emit(self._snapshot()),
-            )
-            self.finished.emit(reply, self._snapshot())
-        except LiveCancelled as exc:
-            self.failed.emit("cancelled", str(exc), self._snapshot())
-        except LiveError as exc:
-            self.failed.emit(exc.kind, str(exc), self._snapshot())
-        except BaseException as exc:  # noqa: BLE001 - an engine may raise anything; the panel reports it
-            detail = traceback.format_exc(limit=3)
-            self.failed.emit("unexpected", f"{type(exc).__name__}: {exc}\n{detail}", self._snapshot())
+    Reports ``("session_ready", session)``, ``("delta", text)``, ``("notice", kind, text)`` and
+    ``("request_done", snapshot)``; returns ``("finished", reply, snapshot)`` or
+    ``("failed", kind, message, snapshot)`` (a cancel, an endpoint error, an engine that raised).
+    """
+    try:
+        if session is None:
+            if factory is None:
+                raise LiveError("no live session: configure an endpoint and an engine first", kind="config")
+            session = made["session"] = factory()
+            job.report("session_ready", session)
+        stripped = text.strip()
+        if stripped == "/compress" or stripped.startswith("/compress "):
+            topic = stripped[len("/compress"):].strip() or None
+            committed = session.compress(topic)
+            message = "compression committed" if committed else "compression made no change"
+            return "finished", f"[/compress: {message}]", _snapshot(session)
+        reply = session.send(
+            text,
+            on_delta=lambda piece: job.report("delta", piece),
+            cancel=job.cancelled,
+            on_notice=lambda kind, note: job.report("notice", kind, note),
+            on_request=lambda: job.report("request_done", _snapshot(session)),
+        )
+        return "finished", reply, _snapshot(session)
+    except LiveCancelled as exc:
+        return "failed", "cancelled", str(exc), _snapshot(session)
+    except LiveError as exc:
+        return "failed", exc.kind, str(exc), _snapshot(session)
+    except BaseException as exc:  # noqa: BLE001 - an engine may raise anything; the panel reports it
+        detail = traceback.format_exc(limit=3)
+        return "failed", "unexpected", f"{type(exc).__name__}: {exc}\n{detail}", _snapshot(session)
 
 
 class ChatPanel(Panel):
@@ -118,14 +109,15 @@ class ChatPanel(Panel):
         session: Any = None,
         session_factory: SessionFactory | None = None,
         settings: LiveSettings | None = None,
+        jobs: JobRunner | None = None,
     ) -> None:
         super().__init__(cursor, parent)
+        self.jobs = jobs if jobs is not None else JobRunner(self)
         self._session = session
         self._factory = session_factory
         self._settings = settings
-        self._thread: QThread | None = None
-        self._worker: _ChatWorker | None = None
-        self._cancel = threading.Event()
+        self._job: Job | None = None
+        self._made: dict[str, Any] = {}
         self._reply_anchor = 0
         self._owns_session = False
         #: the conversation has turns that were never saved (the window asks before discarding them)
@@ -179,7 +171,7 @@ class ChatPanel(Panel):
 
     @property
     def busy(self) -> bool:
-        return self._thread is not None
+        return self._job is not None
 
     def set_session(self, session: Any) -> None:
         """Chat with this ``LiveSession`` from now on (the caller owns and closes it)."""
@@ -229,29 +221,20 @@ class ChatPanel(Panel):
         self._append(("\n" if self.view.document().characterCount() > 1 else "") + "You: " + text.rstrip() + "\n")
         self._append("Assistant: ")
         self._reply_anchor = self._end()
-        self._cancel = threading.Event()
-        worker = _ChatWorker(self._session, self._factory, text, self._cancel)
-        thread = QThread()
-        thread.setObjectName("inspector-live-chat")
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        worker.session_ready.connect(self._on_session_ready)
-        worker.delta.connect(self._on_delta)
-        worker.notice.connect(self._on_notice)
-        worker.request_done.connect(self._on_request_done)
-        worker.finished.connect(self._on_finished)
-        worker.failed.connect(self._on_failed)
-        self._thread, self._worker = thread, worker
+        session, factory = self._session, self._factory
+        self._made = made = {}
+        self._job = self.jobs.submit(lambda job: _chat(job, session, factory, text, made), self._on_outcome,
+                                     self._on_job_error, key="live-chat", on_progress=self._on_progress,
+                                     name="live-chat")
         self._set_busy(True)
         self._status("Sending…")
         self.unsaved = True  # a message of the user's is part of the conversation from now on
-        thread.start()
         return True
 
     def cancel(self) -> None:
         """Stop the request in flight (the stream is closed; the conversation so far is kept)."""
-        if self.busy:
-            self._cancel.set()
+        if self._job is not None:
+            self._job.cancel()
             self._status("Cancelling…")
 
     def save_transcript(self, path: str | Path | None = None) -> Path | None:
@@ -284,12 +267,15 @@ class ChatPanel(Panel):
         caller's to close.
         """
         stopped = True
-        thread = self._thread
-        if thread is not None:
-            self._cancel.set()
-            stopped = thread.wait(timeout_ms)
+        job = self._job
+        if job is not None:
+            job.cancel()
+            stopped = self.jobs.wait(job, timeout_ms, deliver=False)
             if stopped:
                 self._cleanup()
+                made = self._made.get("session")
+                if made is not None and self._session is None:  # made, but its report was dropped
+                    self._session, self._owns_session = made, True
         if stopped and self._owns_session and self._session is not None:
             try:
                 self._session.close()
@@ -316,7 +302,20 @@ class ChatPanel(Panel):
         self._status("Ready.")
         return True
 
-    # -- worker signals (GUI thread) --------------------------------------------------------------
+    # -- the job's reports (GUI thread) ---------------------------------------------------------
+    def _on_progress(self, kind: str, *args: Any) -> None:
+        {"session_ready": self._on_session_ready, "delta": self._on_delta, "notice": self._on_notice,
+         "request_done": self._on_request_done}[kind](*args)
+
+    def _on_outcome(self, outcome: tuple[Any, ...]) -> None:
+        if outcome[0] == "finished":
+            self._on_finished(*outcome[1:])
+        else:
+            self._on_failed(*outcome[1:])
+
+    def _on_job_error(self, message: str, details: str) -> None:
+        self._on_failed("unexpected", f"{message}\n{details}", None)
+
     def _on_session_ready(self, session: Any) -> None:
         self._session = session
         self._owns_session = True
@@ -367,14 +366,7 @@ class ChatPanel(Panel):
 
     # -- helpers -------------------------------------------------------------------------------------
     def _cleanup(self) -> None:
-        thread, worker = self._thread, self._worker
-        self._thread, self._worker = None, None
-        if thread is not None:
-            thread.quit()
-            thread.wait()
-            thread.deleteLater()
-        if worker is not None:
-            worker.deleteLater()
+        self._job = None
         self._set_busy(False)
 
     def _set_busy(self, busy: bool) -> None:

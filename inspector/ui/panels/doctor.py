@@ -2,9 +2,9 @@
 
 The doctor loads the engine the way Hermes would and runs every hook over a small built-in
 session, with timeouts; that takes from a fraction of a second to many seconds for a slow or
-hanging engine, so it runs on a worker QThread. It is written to never raise for a broken
-engine, but it is young code owned elsewhere, so anything it does raise (or a missing API)
-becomes one "fail" row here instead of an exception in the window.
+hanging engine, so it runs as a job on the window's job runner. It is written to never raise
+for a broken engine, but it is young code owned elsewhere, so anything it does raise (or a
+missing API) becomes one "fail" row here instead of an exception in the window.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
     QComboBox,
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.ui import theme
+from inspector.ui.jobs import Job, JobRunner
 
 ConfigProvider = Callable[[], tuple[dict[str, Any], list[str]]]
 
@@ -73,18 +74,6 @@ def run_doctor_safely(engine: str, config: dict[str, Any], plugin_dirs: list[str
             "details": traceback.format_exc(), "count": 1}]}
 
 
-class _DoctorWorker(QObject):
-    done = Signal(object)
-
-    def __init__(self, engine: str, config: dict[str, Any], plugin_dirs: list[str], timeout: float) -> None:
-        super().__init__()
-        self.args = (engine, config, plugin_dirs, timeout)
-
-    @Slot()
-    def run(self) -> None:
-        self.done.emit(run_doctor_safely(*self.args))
-
-
 class DoctorPanel(QWidget):
     """Engine picker, Run, and the findings as a list (details in the tooltip and as child rows)."""
 
@@ -94,9 +83,10 @@ class DoctorPanel(QWidget):
     finished = Signal(object)  # the report as plain data
 
     def __init__(self, config_provider: ConfigProvider | None = None, engines: list[str] | None = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, jobs: JobRunner | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("panel_doctor")
+        self.jobs = jobs if jobs is not None else JobRunner(self)
         self.config_provider = config_provider or (lambda: ({}, []))
         self.engine_combo = QComboBox()
         self.engine_combo.setEditable(True)
@@ -127,15 +117,14 @@ class DoctorPanel(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.summary)
         layout.addWidget(self.tree, 1)
-        self._thread: QThread | None = None
-        self._worker: _DoctorWorker | None = None
+        self._job: Job | None = None
         self.report: dict[str, Any] | None = None
         self._bold = QFont(self.tree.font())
         self._bold.setBold(True)
 
     @property
     def running(self) -> bool:
-        return self._thread is not None
+        return self._job is not None
 
     def set_engines(self, names: list[str], current: str | None = None) -> None:
         keep = current or self.engine_combo.currentText()
@@ -163,37 +152,33 @@ class DoctorPanel(QWidget):
         self.tree.clear()
         self.report = None
         self.summary.setText(f"Running the doctor on {name}…")
-        worker = _DoctorWorker(name, config, list(plugin_dirs), timeout)
-        thread = QThread()
-        thread.setObjectName("inspector-doctor")
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        worker.done.connect(self._on_done)
-        self._thread, self._worker = thread, worker
+        dirs = list(plugin_dirs)
+        self._job = self.jobs.submit(lambda _job: run_doctor_safely(name, config, dirs, timeout), self._on_done,
+                                     self._on_failed, key="doctor", name="doctor")
         self.run_button.setEnabled(False)
-        thread.start()
         return True
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
         """Wait for a doctor in progress (it has its own hook timeouts, so it ends)."""
-        thread = self._thread
-        if thread is None:
+        job = self._job
+        if job is None:
             return True
-        stopped = thread.wait(timeout_ms)
+        stopped = self.jobs.wait(job, timeout_ms, deliver=False)
         if stopped:
             self._cleanup()
         return stopped
 
     def _cleanup(self) -> None:
-        thread, worker = self._thread, self._worker
-        self._thread, self._worker = None, None
-        if thread is not None:
-            thread.quit()
-            thread.wait()
-            thread.deleteLater()
-        if worker is not None:
-            worker.deleteLater()
+        self._job = None
         self.run_button.setEnabled(True)
+
+    def _on_failed(self, message: str, details: str) -> None:
+        """``run_doctor_safely`` turns the doctor's failures into findings; this is anything else."""
+        self._cleanup()
+        self.show_report({"engine": self.engine_combo.currentText().strip(), "findings": [
+            {"status": "fail", "check": "doctor", "message": f"the doctor could not run: {message}",
+             "details": details, "count": 1}]})
+        self.finished.emit(self.report)
 
     def _on_done(self, report: dict[str, Any]) -> None:
         self._cleanup()

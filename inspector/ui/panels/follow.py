@@ -1,20 +1,19 @@
 """Follow: replay a session another program is writing (a growing JSONL, a Hermes state.db) as it grows.
 
 The panel is a source of traces, like the chat panel: a :class:`~inspector.live.follow.Follower`
-polls on a worker QThread (engine loading and replaying turns take time; the window must stay
-responsive), and after each poll that replayed new turns it emits a trace snapshot through
+polls in a worker process, watched from a job on the window's job runner (engine loading and
+replaying turns take time; the window must stay responsive), and after each poll that replayed
+new turns (or each new request of a turn still being written) it emits a trace snapshot through
 :attr:`FollowPanel.trace_updated`, which the window shows in every panel. Stop ends the
 engine's session (``on_session_end``) and emits the final trace.
 """
 
 from __future__ import annotations
 
-import threading
-import traceback
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -31,61 +30,50 @@ from PySide6.QtWidgets import (
 from inspector.live import DEFAULT_SETTLE_SECONDS
 from inspector.trace.model import Trace
 from inspector.ui import theme
+from inspector.ui.jobs import Job, JobError, JobRunner
 
 #: () -> (config, plugin_dirs); asked at Start so the panel always uses the window's current config
 ConfigProvider = Callable[[], tuple[dict[str, Any], list[str]]]
 
 
-class _FollowWorker(QObject):
-    update = Signal(object, int, int)  # snapshot, turns added, turns played
-    status = Signal(str)
-    done = Signal(object)  # final trace or None
-    failed = Signal(str, str)
+def _follow(job: Job, source: str, engine: str, config: dict[str, Any], plugin_dirs: list[str], interval: float,
+            settle: float, max_seconds: float | None) -> Trace | None:
+    """The job (on its thread): the follower runs in a worker process
+    (:func:`inspector.worker.commands.follow_in_worker`) until the job is cancelled (Stop).
 
-    def __init__(self, source: str, engine: str, config: dict[str, Any], plugin_dirs: list[str], interval: float,
-                 settle: float, stop: threading.Event, max_seconds: float | None) -> None:
-        super().__init__()
-        self.source, self.engine, self.config = source, engine, config
-        self.plugin_dirs, self.interval, self.settle, self.stop = plugin_dirs, interval, settle, stop
-        self.max_seconds = max_seconds
+    Reports ``("status", text)`` and ``("update", snapshot, turns added, turns played)``; returns
+    the final trace.
+    """
+    from inspector.live.session import snapshot_trace
+    from inspector.worker.commands import follow_in_worker
 
-    @Slot()
-    def run(self) -> None:
-        """The follower runs in a worker process (:func:`inspector.worker.commands.follow_in_worker`)."""
-        from inspector.live.session import snapshot_trace
-        from inspector.worker.commands import follow_in_worker
+    job.report("status", f"Loading {engine or 'the configured engine'}…")
+    played = {"turns": 0}
 
-        try:
-            self.status.emit(f"Loading {self.engine or 'the configured engine'}…")
-            played = {"turns": 0}
+    def on_frame(worker: Any, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        if kind == "following":
+            job.report("status", f"Following {source} (polling every {interval:g}s)…")
+        elif kind == "update" and worker.assembler is not None:
+            added = int(frame.get("added") or 0)
+            played["turns"] += added
+            job.report("update", snapshot_trace(worker.assembler.trace), added, played["turns"])
+        elif kind == "source_error":
+            message = frame.get("message")
+            job.report("status", f"Cannot read the source: {message} (still polling)" if message
+                       else f"Following {source} (the source is readable again)…")
 
-            def on_frame(worker: Any, frame: dict[str, Any]) -> None:
-                kind = frame.get("type")
-                if kind == "following":
-                    self.status.emit(f"Following {self.source} (polling every {self.interval:g}s)…")
-                elif kind == "update" and worker.assembler is not None:
-                    added = int(frame.get("added") or 0)
-                    played["turns"] += added
-                    self.update.emit(snapshot_trace(worker.assembler.trace), added, played["turns"])
-                elif kind == "source_error":
-                    message = frame.get("message")
-                    self.status.emit(f"Cannot read the source: {message} (still polling)" if message
-                                     else f"Following {self.source} (the source is readable again)…")
-
-            job = {"source": self.source, "engine": self.engine or None, "plugin_dirs": self.plugin_dirs,
-                   "interval": self.interval, "settle": self.settle, "max_seconds": self.max_seconds}
-            outcome = follow_in_worker(job, self.config, stop=self.stop, on_frame=on_frame)
-            if outcome.error is not None:
-                self.failed.emit(f"{outcome.error.get('exception')}: {outcome.error.get('message')}",
-                                 str(outcome.error.get("traceback") or ""))
-                return
-            if outcome.fault is not None:
-                self.status.emit(f"The follow's worker ended: {outcome.describe()}")
-            elif (outcome.done or {}).get("last_error"):
-                self.status.emit(f"Last read error: {outcome.done['last_error']}")
-            self.done.emit(snapshot_trace(outcome.trace) if outcome.trace is not None else None)
-        except BaseException as exc:  # noqa: BLE001 - a reader or engine error is shown, never raised into Qt
-            self.failed.emit(f"{type(exc).__name__}: {exc}", traceback.format_exc())
+    spec = {"source": source, "engine": engine or None, "plugin_dirs": plugin_dirs, "interval": interval,
+            "settle": settle, "max_seconds": max_seconds}
+    outcome = follow_in_worker(spec, config, stop=job.cancelled, on_frame=on_frame)
+    if outcome.error is not None:
+        raise JobError(f"{outcome.error.get('exception')}: {outcome.error.get('message')}",
+                       str(outcome.error.get("traceback") or ""))
+    if outcome.fault is not None:
+        job.report("status", f"The follow's worker ended: {outcome.describe()}")
+    elif (outcome.done or {}).get("last_error"):
+        job.report("status", f"Last read error: {outcome.done['last_error']}")
+    return snapshot_trace(outcome.trace) if outcome.trace is not None else None
 
 
 class FollowPanel(QWidget):
@@ -99,9 +87,10 @@ class FollowPanel(QWidget):
     running_changed = Signal(bool)
 
     def __init__(self, config_provider: ConfigProvider | None = None, engines: list[str] | None = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, jobs: JobRunner | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("panel_follow")
+        self.jobs = jobs if jobs is not None else JobRunner(self)
         self.config_provider = config_provider or (lambda: ({}, []))
         self.source_edit = QLineEdit()
         self.source_edit.setPlaceholderText("growing .jsonl transcript, or state.db / state.db#session_id")
@@ -151,16 +140,14 @@ class FollowPanel(QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.status_label)
         layout.addStretch(1)
-        self._thread: QThread | None = None
-        self._worker: _FollowWorker | None = None
-        self._stop = threading.Event()
+        self._job: Job | None = None
         self.played = 0
         self.updates = 0
         self._set_running(False)
 
     @property
     def running(self) -> bool:
-        return self._thread is not None
+        return self._job is not None
 
     def set_engines(self, names: list[str], current: str | None = None) -> None:
         keep = current or self.engine_combo.currentText()
@@ -193,47 +180,48 @@ class FollowPanel(QWidget):
         except Exception as exc:  # noqa: BLE001 - a broken config.yaml is a message, not a crash
             self._status(f"Could not read the config: {exc}")
             return False
-        self._stop = threading.Event()
         self.played = 0
         self.updates = 0
-        worker = _FollowWorker(src, self.engine_combo.currentText().strip(), config, list(plugin_dirs),
-                               float(self.interval.value()), float(self.settle.value()), self._stop, max_seconds)
-        thread = QThread()
-        thread.setObjectName("inspector-follow")
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        worker.update.connect(self._on_update)
-        worker.status.connect(self._status)
-        worker.done.connect(self._on_done)
-        worker.failed.connect(self._on_failed)
-        self._thread, self._worker = thread, worker
+        engine_name = self.engine_combo.currentText().strip()
+        interval, settle = float(self.interval.value()), float(self.settle.value())
+        self._job = self.jobs.submit(
+            lambda job: _follow(job, src, engine_name, config, list(plugin_dirs), interval, settle, max_seconds),
+            self._on_done, self._on_failed, key="follow", on_progress=self._on_progress, name="follow")
         self._set_running(True)
-        thread.start()
         return True
 
     def stop(self) -> None:
         """Stop polling; the worker ends the engine's session and emits the final trace."""
-        if self.running:
-            self._stop.set()
+        if self._job is not None:
+            self._job.cancel()
             self._status("Stopping…")
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
         """Stop and wait for the worker (window close); True when it ended in time."""
-        thread = self._thread
-        if thread is None:
+        job = self._job
+        if job is None:
             return True
-        self._stop.set()
-        stopped = thread.wait(timeout_ms)
+        job.cancel()
+        stopped = self.jobs.wait(job, timeout_ms, deliver=False)
         if stopped:
             self._cleanup()
         return stopped
 
-    # -- worker signals (GUI thread) -------------------------------------------------------------
+    # -- the job's reports (GUI thread) -----------------------------------------------------------
+    def _on_progress(self, kind: str, *args: Any) -> None:
+        if kind == "status":
+            self._status(args[0])
+        elif kind == "update":
+            self._on_update(*args)
+
     def _on_update(self, snapshot: Trace, added: int, played: int) -> None:
         self.played = played
         self.updates += 1
-        self._status(f"Following: {played} turn{'s' if played != 1 else ''} replayed "
-                     f"({len(snapshot.requests)} requests); +{added} just now.")
+        turns = f"{played} turn{'s' if played != 1 else ''} replayed ({len(snapshot.requests)} requests)"
+        if added:
+            self._status(f"Following: {turns}; +{added} just now.")
+        else:  # the follower shows a turn still being written, request by request
+            self._status(f"Following: {turns}; a turn is being written, shown as it grows.")
         self.trace_updated.emit(snapshot)
 
     def _on_done(self, trace: Trace | None) -> None:
@@ -248,14 +236,7 @@ class FollowPanel(QWidget):
         self.status_label.setToolTip(theme.plain_tooltip(details[-3000:]))
 
     def _cleanup(self) -> None:
-        thread, worker = self._thread, self._worker
-        self._thread, self._worker = None, None
-        if thread is not None:
-            thread.quit()
-            thread.wait()
-            thread.deleteLater()
-        if worker is not None:
-            worker.deleteLater()
+        self._job = None
         self._set_running(False)
 
     def _set_running(self, running: bool) -> None:

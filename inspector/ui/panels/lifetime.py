@@ -9,10 +9,12 @@ run's **lost facts**; a click on either jumps the cursor (a lost fact to its ori
 The selected message follows the cursor — the newest message the request at the cursor sends —
 until a row of the chart or a lost fact is clicked; "Follow cursor" goes back to following.
 Everything comes from :func:`inspector.quality.analysis.analyse`, computed when the panel is
-first shown (it is cached in the trace and saved with it).
+first shown, on the window's job runner (it is cached in the trace and saved with it).
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 import numpy as np
 import pyqtgraph as pg
@@ -31,7 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.quality import lifetime as lt
-from inspector.quality.analysis import Analysis, analyse, origin_event
+from inspector.quality.analysis import Analysis, analyse, cached_analysis, origin_event
 from inspector.quality.report import percent, probe_lines, run_line
 from inspector.trace.model import Trace
 from inspector.ui import plots, theme
@@ -161,6 +163,7 @@ class LifetimePanel(Panel):
         layout.addWidget(split)
 
         self.analysis: Analysis | None = None
+        self._lost_by_origin: Counter[int] = Counter()  # lost facts per origin message, counted once per analysis
         self._analysed_for: Trace | None = None
         self.selected: int | None = None
         self._steps = (1, 1)
@@ -183,16 +186,42 @@ class LifetimePanel(Panel):
         self.readout.setText("No trace loaded" if trace is None else "")
 
     def _ensure_analysis(self) -> Analysis | None:
-        """The analysis, made on first need (the panel may stay hidden for a whole session)."""
+        """The analysis, made on first need (the panel may stay hidden for a whole session).
+
+        In a window it is made on the job runner (seconds for a long session: never on a cursor
+        step); a newer trace (a follow or live update) supersedes the job of the one before.
+        """
         trace = self._trace
         if trace is None or not trace.requests:
             return None
         if self._analysed_for is not trace:
             self._analysed_for = trace
-            self.analysis = analyse(trace)
-            self._draw_chart()
-            self._fill_lists()
+            ready = cached_analysis(trace)
+            if ready is None and self.jobs is not None:
+                self.analysis = None
+                self.readout.setText("Tracing every message's lifetime…")
+                self.jobs.submit(lambda _job: analyse(trace), lambda a: self._analysed(trace, a),
+                                 key=("lifetime", id(self)), name="message lifetimes")
+                return None
+            self._show_analysis(ready if ready is not None else analyse(trace))
         return self.analysis
+
+    def refresh(self) -> None:
+        """Exports and screenshots draw the analysis, not the note that it is on its way: wait for it."""
+        job = self.jobs.current(("lifetime", id(self))) if self.jobs is not None else None
+        if job is not None:
+            self.jobs.wait(job, 120_000)
+        super().refresh()
+
+    def _analysed(self, trace: Trace, analysis: Analysis) -> None:
+        if trace is self._trace:
+            self._show_analysis(analysis)
+            self.set_cursor(self.cursor.index)
+
+    def _show_analysis(self, analysis: Analysis) -> None:
+        self.analysis = analysis
+        self._draw_chart()
+        self._fill_lists()
 
     def _draw_chart(self) -> None:
         a = self.analysis
@@ -212,6 +241,7 @@ class LifetimePanel(Panel):
         a = self.analysis
         assert a is not None
         self.lost_list.clear()
+        self._lost_by_origin = Counter(f.fact.origin for f in a.retention.end.lost)
         for f in a.lost_facts():
             item = QListWidgetItem(f"{f.fact.kind}: {theme.one_line(f.fact.text, 120)}  (message {f.fact.origin})")
             item.setData(ROLE_DATA, ("fact", f.fact.origin))
@@ -238,7 +268,7 @@ class LifetimePanel(Panel):
         if a is None or trace is None:
             self.chart_cursor.set_x(None)
             self.strip_cursor.set_x(None)
-            if trace is not None:
+            if trace is not None and not trace.requests:
                 self.readout.setText("No provider requests in this trace")
             return
         req = trace.request_at(k)
@@ -280,10 +310,9 @@ class LifetimePanel(Panel):
             self.selected_line.setVisible(False)
             return
         life = a.lifetimes.messages[index]
-        cells = lt.life_cells(life, a.lifetimes.requests)
         row = np.zeros((max(1, a.lifetimes.requests), 2), dtype=np.ubyte)  # two rows: pyqtgraph draws no 1-row image
-        for r, code in cells:
-            row[r, :] = code
+        for first, end, code in lt.life_segments(life, a.lifetimes.requests):  # runs, not cells: a cursor step
+            row[first:end, :] = code
         self.strip_image.setImage(row, levels=(0, len(CELL_COLOURS) - 1), autoLevels=False)
         self.strip_image.setRect(QRectF(-0.5, 0, row.shape[0], 1))
         spots = []
@@ -300,7 +329,7 @@ class LifetimePanel(Panel):
         self.strip.setYRange(0, 1, padding=0.05)
         self.selected_line.setVisible(True)
         self.selected_line.setValue(index)
-        lost = sum(1 for f in a.retention.end.lost if f.fact.origin == index)
+        lost = self._lost_by_origin.get(index, 0)
         removed = life.removed
         fate = ("still sent at the last request" if life.sent and life.sent[-1] == a.lifetimes.requests - 1 else
                 describe_event(removed) if removed is not None else "not sent at the last request")

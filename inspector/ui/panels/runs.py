@@ -29,13 +29,14 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.compare import SummaryTable, diff_runs, summary_table
-from inspector.compare.table import RETENTION_KEY, format_delta, format_value, mark_best
+from inspector.compare.health import HEALTH_ROWS, best_marks, run_health
+from inspector.compare.table import RETENTION_KEY, format_delta, format_value
 from inspector.trace import diff as tdiff
+from inspector.trace.counts import summary_row_kind, summary_row_tip
 from inspector.trace.model import Trace
 from inspector.ui import theme
 from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
-from inspector.ui.health import HEALTH_ROWS, eligible, run_health
 from inspector.ui.panels.base import Panel
 from inspector.ui.panels.diff import DiffRowsModel
 
@@ -43,18 +44,6 @@ BEST_MARK = " ★"
 BEST_BG = "#e6f4ea"
 NO_COMPARISON = ("No comparison open. Replay → Compare engines… replays the open session with 2–4 engines "
                  "(or configs); File → Open also reads a saved comparison.")
-
-
-# what each count of the table is (inspector.ui.explain's vocabulary)
-_ROW_TIPS = {
-    "tokens_sent": "sum of the usage prompt tokens given to update_from_response (simulated in a replay: the "
-                   "tokenizer's count of what the engine sent, with tool schemas)",
-    "peak_prompt": "largest usage prompt tokens of one request (simulated in a replay)",
-    "cache_read": "simulated prompt cache: tokens read from cache",
-    "cache_write": "simulated prompt cache: tokens written to cache",
-    "hit_rate": "simulated prompt cache: read ÷ (read + written + uncached)",
-    "cost": "priced from the simulated cache figures with the provider's table",
-}
 
 
 class RunsDiffModel(DiffRowsModel):
@@ -191,10 +180,11 @@ class RunsPanel(CompareAware, Panel):
         assert view is not None
         self.table.clear()
         self.table.setColumnCount(len(table.labels))
-        health = [run_health(t) if t is not None else None for t in view.comparison.traces]
+        traces = view.comparison.traces
+        health = [run_health(t) if t is not None else None for t in traces]
         self.health = health
-        ok = eligible(health)
-        sound = eligible(health, ignore_faults=True)
+        # no star for a run the host had to repair or that overflowed the window: it only looks cheap
+        stars = best_marks(table, health)
         health_rows = [key for key, _label, _tip in HEALTH_ROWS if key != "faults"]
         self.table.setRowCount(len(table.rows) + len(health_rows) + 1)
         for col, label in enumerate(table.labels):
@@ -205,20 +195,12 @@ class RunsPanel(CompareAware, Panel):
         best_bg = QBrush(QColor(BEST_BG))
         self._best = {}
         for r, row in enumerate(table.rows):
-            head = QTableWidgetItem(row.label)
-            head.setToolTip(_ROW_TIPS.get(row.key, ""))
+            kind = summary_row_kind(row.key, traces)
+            head = QTableWidgetItem(f"{row.label} ({kind})" if kind else row.label)
+            head.setToolTip(summary_row_tip(row.key))
             self.table.setVerticalHeaderItem(r, head)
             deltas = row.deltas
-            # no star for a run the host had to repair or that overflowed the window: it only looks cheap
-            usable = sound if row.key == "faults" else ok  # the faults row ranks every sound run
-            # compare.table's ★ (fewest faults; cost among the runs that retain the most), kept where
-            # the run is usable; where it needed repairs, the best usable run gets it instead
-            marks = [bool(row.best and row.best[i]) and usable[i] for i in range(len(row.values))]
-            if not any(marks) and any(row.best or ()):
-                ranked = [v if usable[i] else None for i, v in enumerate(row.values)]
-                if row.key == "cost":
-                    ranked = _among_best_kept(ranked, table, ok)
-                marks = mark_best(ranked, row.better)
+            marks = stars[row.key]
             self._best[row.label] = marks
             for col, value in enumerate(row.values):
                 text = format_value(row.key, value)
@@ -360,15 +342,3 @@ def _plain(text: str) -> QLabel:
 def _tok(st: dict[str, Any], name: str) -> str:
     v = st.get(f"tokens_{name}")
     return f"{v:,} tok" if isinstance(v, int) else "? tok"
-
-
-def _among_best_kept(ranked: list, table: SummaryTable, usable: list[bool]) -> list:
-    """``ranked`` left only for the usable runs that retain as many facts as the best usable run."""
-    kept = next((row.values for row in table.rows if row.key == RETENTION_KEY), None)
-    if kept is None:
-        return ranked
-    best = max((v for i, v in enumerate(kept) if usable[i] and isinstance(v, int | float)), default=None)
-    if best is None:
-        return ranked
-    return [v if isinstance(kept[i], int | float) and abs(kept[i] - best) <= 1e-9 else None
-            for i, v in enumerate(ranked)]

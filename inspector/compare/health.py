@@ -3,17 +3,21 @@ requests over the window, the faults (Qt-free).
 
 The comparison's table marks the best value of each row; a run that only looks cheap because the
 host repaired what it sent (orphan tool results dropped, stub results added: Hermes' sanitiser
-before every call, run_agent.py:3848 of hermes-agent 0.19.0) or because it overflowed the window must not get
-the star. :func:`eligible` says which runs may.
+before every call, run_agent.py:3848 of hermes-agent 0.19.0) or because it overflowed the window
+must not get the star. :func:`eligible` says which runs may, and :func:`best_marks` is the ★ rule
+the window's Runs table and the HTML report both show.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.trace import model as tm
 from inspector.trace.model import Trace
 from inspector.trace.summary import is_committed_compression
+
+if TYPE_CHECKING:
+    from inspector.compare.table import SummaryTable
 
 HEALTH_ROWS: tuple[tuple[str, str, str], ...] = (
     ("host_repairs", "host repairs", "requests the host's sanitiser had to repair before sending"),
@@ -55,3 +59,38 @@ def eligible(health: list[dict[str, Any] | None], *, ignore_faults: bool = False
     fewest = min(faults, default=0)
     return [h is not None and (ignore_faults or h["faults"] == fewest) and not any(h[k] for k in _DISQUALIFYING)
             for h in health]
+
+
+def best_marks(table: SummaryTable, health: list[dict[str, Any] | None]) -> dict[str, list[bool]]:
+    """Per summary row key, which runs get the ★.
+
+    The table's own marks (:mod:`inspector.compare.table`: the fewest faults; cost among the
+    runs that retain the most facts) are kept where the run is eligible; where a marked run is
+    not (it needed repairs or overflowed), the best eligible run gets the ★ instead. The faults
+    row ranks every run free of repairs and overflows.
+    """
+    from inspector.compare.table import RETENTION_KEY, mark_best
+
+    ok = eligible(health)
+    sound = eligible(health, ignore_faults=True)
+    kept = next((row.values for row in table.rows if row.key == RETENTION_KEY), None)
+    out: dict[str, list[bool]] = {}
+    for row in table.rows:
+        usable = sound if row.key == "faults" else ok
+        marks = [bool(row.best and row.best[i]) and usable[i] for i in range(len(row.values))]
+        if not any(marks) and any(row.best or ()):
+            ranked = [v if usable[i] else None for i, v in enumerate(row.values)]
+            if row.key == "cost" and kept is not None:
+                ranked = _among_best_kept(ranked, kept, ok)
+            marks = mark_best(ranked, row.better)
+        out[row.key] = marks
+    return out
+
+
+def _among_best_kept(ranked: list[Any], kept: list[Any], usable: list[bool]) -> list[Any]:
+    """``ranked`` left only for the usable runs that retain as many facts as the best usable run."""
+    best = max((v for i, v in enumerate(kept) if usable[i] and isinstance(v, int | float)), default=None)
+    if best is None:
+        return ranked
+    return [v if isinstance(kept[i], int | float) and abs(kept[i] - best) <= 1e-9 else None
+            for i, v in enumerate(ranked)]
