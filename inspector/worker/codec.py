@@ -74,8 +74,10 @@ def _event_row(ev: Event) -> list[Any]:
     return row
 
 
-def _event(row: list[Any]) -> Event:
+def _event(row: list[Any], last_status: dict[str, Any] | None) -> Event:
     kind, turn, request, t, duration, args, result, state, status, fault, thread, note, output = row
+    if status == 0:  # the same as the last event's status that had one (see TraceStreamer.batch)
+        status = last_status
     return Event(index=0, kind=kind, turn=turn, request=request, t=t, duration=duration, args=args or {},
                  result=result, state=tuple(state) if state is not None else None, status=status,
                  fault=Fault(*fault) if fault is not None else None, thread=thread, note=note, output=output)
@@ -101,8 +103,9 @@ def _request(index: int, row: list[Any]) -> Request:
 
 def encode_lists_since(lists: list[tuple[str, ...]], start: int) -> list[list[Any]]:
     """The key lists from ``start`` on, in a saved trace's delta format (``[back, 0, n, *keys]``: the
-    first ``n`` keys of the list ``back`` places earlier, then these). A request's list mostly
-    extends one of the last two; the receiver already has the lists before ``start``.
+    first ``n`` keys of the list ``back`` places earlier, then these; a longer rest also as
+    ``start, length`` runs of that list). A request's list mostly extends one of the last two;
+    the receiver already has the lists before ``start``.
 
     Cheaper than a saved trace's search (:func:`inspector.trace.io._encode_lists`, which also tries
     copied runs further back): this runs inside the replay, after every turn.
@@ -117,8 +120,40 @@ def encode_lists_since(lists: list[tuple[str, ...]], start: int) -> list[list[An
             p = _common_prefix_len(lists[i - back], cur)
             if p > best:
                 best_back, best = back, p
-        out.append([best_back, 0, best, *cur[best:]] if best else [0, *cur])
+        if best_back == 0 and i >= 1:
+            best_back = 1  # no shared prefix: the previous list may still hold runs of this one
+        items: list[Any] = [0, best] if best else []
+        if best_back and len(cur) - best > _SMALL_TAIL:
+            items += _copy_runs(lists[i - best_back], cur, best)
+        else:
+            items += cur[best:]
+        out.append([best_back if any(type(x) is int for x in items) else 0, *items])
     return out
+
+
+_SMALL_TAIL = 8  # a tail this short is sent as keys: looking for runs in the base costs more
+_SEARCHES = 4  # keys looked up in the base (each a scan of it in C) before the rest goes as keys
+
+
+def _copy_runs(base: tuple[str, ...], cur: tuple[str, ...], j: int) -> list[Any]:
+    """``cur[j:]`` as ``start, length`` runs copied from ``base`` and literal keys, greedily: a
+    request's list that is not the last one extended is mostly one or two runs of it (an engine
+    dropped the oldest messages, or put a summary before the recent ones)."""
+    items: list[Any] = []
+    searches, n = 0, len(cur)
+    while j < n and searches < _SEARCHES:
+        searches += 1
+        try:
+            q = base.index(cur[j])
+        except ValueError:
+            items.append(cur[j])
+            j += 1
+            continue
+        run = _common_prefix_len(base[q:], cur[j:])
+        items += [q, run]
+        j += run
+    items += cur[j:]
+    return items
 
 
 class TraceStreamer:
@@ -127,11 +162,29 @@ class TraceStreamer:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self._events = self._requests = self._messages = self._lists = self._tokens = self._schemas = 0
+        self._status: dict[str, Any] | None = None
+
+    def _event_rows(self, events: list[Event]) -> list[list[Any]]:
+        """Event rows; a status equal to the last one sent goes as 0 (most events repeat
+        ``get_status()``, and it was most of the stream's bytes), as a saved trace stores it."""
+        rows = []
+        last = self._status
+        for ev in events:
+            row = _event_row(ev)
+            status = row[8]
+            if status is not None:
+                if status == last:
+                    row[8] = 0
+                else:
+                    last = status
+            rows.append(row)
+        self._status = last
+        return rows
 
     def batch(self, *, final: bool = False) -> dict[str, Any]:
         tr, store = self.trace, self.trace.store
         out: dict[str, Any] = {
-            "events": [_event_row(ev) for ev in tr.events[self._events:]],
+            "events": self._event_rows(tr.events[self._events:]),
             "requests": [_request_row(r) for r in tr.requests[self._requests:]],
             "messages": dict(itertools.islice(store.messages.items(), self._messages, None)),
             "lists": encode_lists_since(store.lists, self._lists),
@@ -156,17 +209,23 @@ class TraceAssembler:
     def __init__(self, meta: dict[str, Any] | None = None) -> None:
         self.trace = Trace(dict(meta or {}))
         self.batches = 0
+        self._status: dict[str, Any] | None = None
 
     def add(self, batch: dict[str, Any]) -> Trace:
         tr, store = self.trace, self.trace.store
         store.messages.update(batch.get("messages") or {})
         for keys in _decode_lists(batch.get("lists") or [], store.messages, prior=store.lists):
             store.lists.append(keys)
-            store._list_ids.setdefault(keys, len(store.lists) - 1)
+            store._list_ids.setdefault(hash(keys), len(store.lists) - 1)
         start = len(tr.requests)
         tr.requests.extend(_request(start + i, row) for i, row in enumerate(batch.get("requests") or ()))
+        status = self._status
         for row in batch.get("events") or ():
-            tr.add_event(_event(row))
+            ev = _event(row, status)
+            if ev.status is not None:
+                status = ev.status
+            tr.add_event(ev)
+        self._status = status
         if "tokens" in batch:
             store.tokens = batch["tokens"]
         else:

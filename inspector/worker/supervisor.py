@@ -197,10 +197,12 @@ def _stack_traceback(stack: str | None) -> str | None:
 def worker_environment(config: dict[str, Any], work: str) -> dict[str, str]:
     """The worker's environment: ours, without key-like variables unless the config uses an endpoint."""
     from inspector.llm.secrets import is_secret_name, key_env_names
+    from inspector.tokens.persistent import ENV_VAR as TOKEN_CACHE_VAR
 
     keep_secrets = bool(sandbox.endpoints(config))
     named = set(key_env_names(config))  # a key whose variable's name does not look like one
-    env = {k: v for k, v in os.environ.items() if keep_secrets or not (is_secret_name(k) or k in named)}
+    env = {k: v for k, v in os.environ.items() if keep_secrets or not (is_secret_name(k) or k in named)
+           or k == TOKEN_CACHE_VAR}  # a path or "off", whose name only looks like a key's
     root = str(Path(inspector.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["TMPDIR"] = os.path.join(work, "tmp")
