@@ -18,6 +18,11 @@ from __future__ import annotations
 
 import atexit
 import codecs
+
+try:
+    import fcntl
+except ImportError:  # not on Windows
+    fcntl = None  # type: ignore[assignment]
 import os
 import queue
 import re
@@ -211,6 +216,23 @@ def worker_environment(config: dict[str, Any], work: str) -> dict[str, str]:
     return env
 
 
+PIPE_BYTES = (8 << 20, 1 << 20)  # frame pipe sizes tried in turn (Linux's default is 64 KB; 1 MB needs no privilege)
+
+
+def _widen(fd: int) -> None:
+    """A wide frame pipe: a worker's batch (up to megabytes) is written at once, and the replay goes on
+    while the supervisor reads it, instead of waiting on a 64 KB pipe."""
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if setsize is None:
+        return
+    for size in PIPE_BYTES:
+        try:
+            fcntl.fcntl(fd, setsize, size)
+            return
+        except OSError:
+            continue
+
+
 class Worker:
     """One worker process running one job, driven by :func:`run_workers`."""
 
@@ -262,6 +284,7 @@ class Worker:
         os.mkdir(os.path.join(self.work, "tmp"), 0o700)
         tracker.create(os.path.join(self.work, TRACKER_FILE))
         read_fd, write_fd = os.pipe()
+        _widen(write_fd)
         argv = [sys.executable, "-m", "inspector.worker", str(write_fd), self.work]
         try:
             self.proc = subprocess.Popen(
