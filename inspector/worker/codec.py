@@ -156,13 +156,38 @@ def _copy_runs(base: tuple[str, ...], cur: tuple[str, ...], j: int) -> list[Any]
     return items
 
 
-class TraceStreamer:
-    """Worker side: what a growing trace gained since the last batch, as one JSON-able dict."""
+REF_MIN_CHARS = 256  # a shorter content is sent as it is
 
-    def __init__(self, trace: Trace) -> None:
+
+class TraceStreamer:
+    """Worker side: what a growing trace gained since the last batch, as one JSON-able dict.
+
+    With the session's messages (a replay: the supervisor holds the same session), a stored
+    message whose content is the very string of a session message goes with its content as None
+    and ``content_refs`` naming that message: the supervisor puts its own copy back. Tool outputs
+    are most of a large session's bytes, and were otherwise encoded, piped and decoded a second time.
+    """
+
+    def __init__(self, trace: Trace, session_messages: list[dict[str, Any]] | None = None) -> None:
         self.trace = trace
         self._events = self._requests = self._messages = self._lists = self._tokens = self._schemas = 0
         self._status: dict[str, Any] | None = None
+        self._session = session_messages or []
+        self._contents = {id(c): i for i, m in enumerate(self._session)
+                          if type(c := m.get("content")) is str and len(c) >= REF_MIN_CHARS}
+
+    def _new_messages(self) -> tuple[dict[str, Any], dict[str, int]]:
+        messages = dict(itertools.islice(self.trace.store.messages.items(), self._messages, None))
+        refs: dict[str, int] = {}
+        if self._contents:
+            for key, msg in messages.items():
+                content = msg.get("content")
+                if type(content) is str and len(content) >= REF_MIN_CHARS:
+                    i = self._contents.get(id(content))
+                    if i is not None and self._session[i].get("content") is content:
+                        messages[key] = {**msg, "content": None}
+                        refs[key] = i
+        return messages, refs
 
     def _event_rows(self, events: list[Event]) -> list[list[Any]]:
         """Event rows; a status equal to the last one sent goes as 0 (most events repeat
@@ -186,9 +211,11 @@ class TraceStreamer:
         out: dict[str, Any] = {
             "events": self._event_rows(tr.events[self._events:]),
             "requests": [_request_row(r) for r in tr.requests[self._requests:]],
-            "messages": dict(itertools.islice(store.messages.items(), self._messages, None)),
             "lists": encode_lists_since(store.lists, self._lists),
         }
+        out["messages"], refs = self._new_messages()
+        if refs:
+            out["content_refs"] = refs
         if final:
             out["tokens"] = store.tokens
             out["meta"] = tr.meta
@@ -206,14 +233,22 @@ class TraceStreamer:
 class TraceAssembler:
     """Supervisor side: the trace rebuilt from a worker's batches; readable after any of them."""
 
-    def __init__(self, meta: dict[str, Any] | None = None) -> None:
+    def __init__(self, meta: dict[str, Any] | None = None, session_messages: list[dict[str, Any]] | None = None) -> None:
         self.trace = Trace(dict(meta or {}))
         self.batches = 0
         self._status: dict[str, Any] | None = None
+        self._session = session_messages or []
 
     def add(self, batch: dict[str, Any]) -> Trace:
+        """Add one batch; a batch that does not fit (a content ref to no text) raises ValueError."""
         tr, store = self.trace, self.trace.store
-        store.messages.update(batch.get("messages") or {})
+        messages = batch.get("messages") or {}
+        for key, i in (batch.get("content_refs") or {}).items():
+            content = self._session[i].get("content") if type(i) is int and 0 <= i < len(self._session) else None
+            if type(content) is not str or messages[key].get("content") is not None:
+                raise ValueError(f"message {str(key)[:40]!r} refers to no session message's text")
+            messages[key]["content"] = content
+        store.messages.update(messages)
         for keys in _decode_lists(batch.get("lists") or [], store.messages, prior=store.lists):
             store.lists.append(keys)
             store._list_ids.setdefault(hash(keys), len(store.lists) - 1)

@@ -248,6 +248,7 @@ class Worker:
         self.echo_prefix = echo_prefix
         self.isolation = sandbox.choose(config)
         self.assembler: TraceAssembler | None = None
+        self.session_messages: list[dict[str, Any]] | None = None  # the replayed session's, for content refs
         self.frames = FrameReader()
         self.done: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
@@ -410,11 +411,11 @@ class Worker:
         if kind == "hello":
             self.pid = frame.get("pid") if isinstance(frame.get("pid"), int) else None
         elif kind == "meta":
-            self.assembler = TraceAssembler(frame.get("meta") or {})
+            self.assembler = TraceAssembler(frame.get("meta") or {}, self.session_messages)
         elif kind in ("batch", "update", "done"):
             batch = frame.get("batch")
             if isinstance(batch, dict) and self.assembler is None and isinstance(batch.get("meta"), dict):
-                self.assembler = TraceAssembler(batch["meta"])
+                self.assembler = TraceAssembler(batch["meta"], self.session_messages)
             if isinstance(batch, dict) and self.assembler is not None:
                 self.assembler.add(batch)
             if kind == "done":

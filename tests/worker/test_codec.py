@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from inspector.trace.io import _decode_lists
 from inspector.trace.model import Event, KeyLists, Trace
 from inspector.worker.codec import TraceAssembler, TraceStreamer, encode_lists_since
@@ -63,3 +65,33 @@ def test_statuses_repeated_from_event_to_event_are_sent_once_and_rebuilt_equal()
     assert [e.status for e in assembler.trace.events] == statuses
     first = json.loads(encode({"type": "b", "batch": TraceStreamer(trace).batch()})[4:])["batch"]["events"]
     assert [row[8] for row in first] == [{"n": 1}, 0, None, 0, {"n": 2}, 0, None, {}, 0]
+
+
+def test_a_stored_message_holding_a_session_message_s_text_goes_as_a_reference_to_it():
+    long_text = "x" * 5000
+    session = [{"role": "user", "content": "hi"}, {"role": "tool", "content": long_text, "tool_call_id": "c1"}]
+    trace = Trace({})
+    key = trace.store.put({"role": "tool", "tool_call_id": "c1", "content": session[1]["content"]})
+    other = trace.store.put({"role": "tool", "content": "y" * 5000})  # not the session's string
+    data = encode({"type": "batch", "batch": TraceStreamer(trace, session).batch(final=True)})
+    assert len(data) < 5000 + 1000  # one long text crossed the pipe, not two
+    batch = FrameReader().feed(data)[0]["batch"]
+    assert batch["content_refs"] == {key: 1}
+    receiver = [dict(m) for m in session]  # the supervisor's own copy of the session
+    rebuilt = TraceAssembler({}, receiver).add(batch)
+    assert rebuilt.store.messages == trace.store.messages
+    assert list(rebuilt.store.messages[key]) == ["role", "tool_call_id", "content"]  # key order kept
+    assert rebuilt.store.messages[key]["content"] is receiver[1]["content"]
+    assert rebuilt.store.messages[other]["content"] == "y" * 5000
+
+
+def test_a_content_reference_to_no_session_text_is_refused():
+    trace = Trace({})
+    session = [{"role": "tool", "content": "z" * 300}]
+    trace.store.put(dict(session[0]))  # a copy of the message, holding the session's string
+    batch = FrameReader().feed(encode({"type": "b", "batch": TraceStreamer(trace, session).batch()}))[0]["batch"]
+    assert batch["content_refs"]
+    with pytest.raises(ValueError):
+        TraceAssembler({}, [{"role": "tool", "content": ["not", "text"]}]).add(batch)
+    with pytest.raises(ValueError):
+        TraceAssembler({}, []).add(batch)
