@@ -31,7 +31,10 @@ def main() -> None:
 
             with cProfile.Profile() as prof:
                 JOBS[job["job"]](rt, job)
-            prof.dump_stats(os.path.join(profile, f"worker-{job['job']}-{os.getpid()}.prof"))
+            try:
+                prof.dump_stats(os.path.join(profile, f"worker-{job['job']}-{os.getpid()}.prof"))
+            except OSError:
+                pass  # inside the OS sandbox only the worker's own folder is writable
         else:
             JOBS[job["job"]](rt, job)
     except BaseException as exc:  # noqa: BLE001 - engine code can raise anything; the supervisor records it

@@ -18,11 +18,6 @@ from __future__ import annotations
 
 import atexit
 import codecs
-
-try:
-    import fcntl
-except ImportError:  # not on Windows
-    fcntl = None  # type: ignore[assignment]
 import os
 import queue
 import re
@@ -38,6 +33,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+
+try:
+    import fcntl
+except ImportError:  # not on Windows
+    fcntl = None  # type: ignore[assignment]
 
 import inspector
 from inspector.trace.model import EV_FAULT, Event, Fault, Trace, _not_engine_code
