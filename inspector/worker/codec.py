@@ -76,7 +76,7 @@ def _event_row(ev: Event) -> list[Any]:
 
 def _event(row: list[Any], last_status: dict[str, Any] | None) -> Event:
     kind, turn, request, t, duration, args, result, state, status, fault, thread, note, output = row
-    if status == 0:  # the same as the last event's status that had one (see TraceStreamer.batch)
+    if type(status) is int and status == 0:  # the last status sent again (see TraceStreamer._event_rows)
         status = last_status
     return Event(index=0, kind=kind, turn=turn, request=request, t=t, duration=duration, args=args or {},
                  result=result, state=tuple(state) if state is not None else None, status=status,
@@ -197,7 +197,7 @@ class TraceStreamer:
         for ev in events:
             row = _event_row(ev)
             status = row[8]
-            if status is not None:
+            if type(status) is dict:  # what the host records (inspector.host: a dict or None)
                 if status == last:
                     row[8] = 0
                 else:
