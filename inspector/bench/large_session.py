@@ -110,13 +110,16 @@ _MEASURE = """
 import resource, sys, time
 t = time.perf_counter()
 {body}
-u = resource.getrusage(resource.RUSAGE_SELF)
-print(f"{{time.perf_counter() - t:.2f}} {{u.ru_maxrss / 1024**2:.2f}} {{u.ru_utime + u.ru_stime:.2f}}", file=sys.stderr)
+u, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{{time.perf_counter() - t:.2f}} {{u.ru_maxrss / 1024**2:.2f}} {{u.ru_utime + u.ru_stime:.2f}} "
+      f"{{c.ru_maxrss / 1024**2:.2f}} {{c.ru_utime + c.ru_stime:.2f}}", file=sys.stderr)
 """
 
 
-def _run(body: str, label: str, profile: str | None = None) -> tuple[float, float, float]:
-    """Run ``body`` in a fresh interpreter: (wall seconds, peak RSS in GiB, CPU seconds).
+def _run(body: str, label: str, profile: str | None = None) -> tuple[float, ...]:
+    """Run ``body`` in a fresh interpreter: (wall seconds, peak RSS in GiB, CPU seconds), each
+    process's own and its children's (the worker a replay runs in): peak is the larger of the two
+    (they run side by side), CPU the sum.
 
     On a shared machine the wall clock includes waiting for a core; the CPU time does not."""
     code = _MEASURE.format(body=body)
@@ -124,15 +127,15 @@ def _run(body: str, label: str, profile: str | None = None) -> tuple[float, floa
     if profile:
         cmd = [sys.executable, "-m", "pyinstrument", "-o", profile, "-r", "text", "-c", code]
     proc = subprocess.run(cmd, capture_output=True, text=True)
-    last = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()][-1:] or ["nan nan nan"]
+    last = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()][-1:] or ["nan nan nan nan nan"]
     try:
-        seconds, gib, cpu = (float(x) for x in last[0].split()[:3])
+        seconds, gib, cpu, child_gib, child_cpu = (float(x) for x in last[0].split()[:5])
     except ValueError:
         print(f"{label}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
-        return float("nan"), float("nan"), float("nan")
+        return (float("nan"),) * 5
     if proc.returncode:
         print(f"{label}: exit {proc.returncode}\n{proc.stderr[-2000:]}", file=sys.stderr)
-    return seconds, gib, cpu
+    return seconds, gib, cpu, child_gib, child_cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,11 +166,13 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if os.path.exists(trace):
             print(f"trace: {os.path.getsize(trace) / 1024**2:.1f} MB")
-        print(f"{'step':<14}{'seconds':>9}{'CPU s':>8}{'peak GiB':>10}   target")
-        for name, (seconds, gib, cpu), target in rows:
+        print(f"{'step':<14}{'seconds':>9}{'CPU s':>8}{'peak GiB':>10}{'(worker CPU, GiB)':>20}   target")
+        for name, (seconds, gib, cpu, child_gib, child_cpu), target in rows:
             goal = "" if target is None else f"≤ {target[0]:g} s" + (f", ≤ {target[1]:g} GiB" if target[1] else "")
-            ratio = "" if target is None else f"  (×{seconds / target[0]:.2f} of the time target)"
-            print(f"{name:<14}{seconds:>9.2f}{cpu:>8.2f}{gib:>10.2f}   {goal}{ratio}")
+            ratio = "" if target is None else f"  (CPU ×{(cpu + child_cpu) / target[0]:.2f} of the time target)"
+            worker = f"({child_cpu:.2f} s, {child_gib:.2f})" if child_cpu else ""
+            print(f"{name:<14}{seconds:>9.2f}{cpu + child_cpu:>8.2f}{max(gib, child_gib):>10.2f}{worker:>20}   "
+                  f"{goal}{ratio}")
         if args.profile:
             print(f"profiles: {folder}/*.prof.txt")
     finally:

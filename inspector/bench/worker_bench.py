@@ -15,7 +15,7 @@ branch) it also times the whole ``context-inspector replay`` command end to end,
 process each time, with that checkout and with this one: both pay the interpreter's start, the
 imports and the tokenizer's load, which the in-process figure above gets for free.
 
-Usage: python -m inspector.bench.worker_bench [--turns 2000] [--repeat 5] [--before PATH]
+Usage: python -m inspector.bench.worker_bench [--turns 2000] [--repeat 5] [--before PATH] [--no-compare]
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import argparse
 import gc
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -41,7 +42,11 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--before", help="a checkout of the inspector before the worker boundary (end-to-end timing)")
+    parser.add_argument("--no-compare", action="store_true", help="skip the 3-engine comparison")
     args = parser.parse_args()
+    # Both sides tokenise cold, as host_bench's ratio does (a warm persistent cache would favour whichever
+    # side can write it: the sandboxed worker cannot).
+    os.environ.setdefault("CONTEXT_INSPECTOR_TOKEN_CACHE", "off")
 
     from inspector.engines.discovery import load_engine
     from inspector.host.replay import replay
@@ -66,27 +71,36 @@ def main() -> int:
         def baseline() -> float:
             counter = TokenCounter("cl100k_base")
             gc.collect()
-            start = time.perf_counter()
+            start, c = time.perf_counter(), cpu_now()
             for msg in distinct.values():
                 counter.count_message(msg)
+            cpu["baseline"].append(cpu_now() - c)
             return time.perf_counter() - start
 
         host_seconds: dict[str, list[float]] = {"process": [], "worker": []}
+        cpu: dict[str, list[float]] = {"baseline": [], "process": [], "worker": []}
+
+        def cpu_now() -> float:
+            """CPU seconds of this process (every thread) and of its children that have ended (workers)."""
+            own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+            return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
         def in_process() -> float:
-            start = time.perf_counter()
+            start, c = time.perf_counter(), cpu_now()
             read = load_session(session_path)
             loaded = load_engine("drop-oldest", config, plugin_dirs=plugins)
             trace = replay(read, loaded, config)
             loaded.close()
+            cpu["process"].append(cpu_now() - c)
             host_seconds["process"].append(float(trace.meta["host_seconds"]))
             return time.perf_counter() - start
 
         def replay_command_in_worker() -> float:
-            start = time.perf_counter()
+            start, c = time.perf_counter(), cpu_now()
             started = StartedReplays([RunRequest("drop-oldest", config, "drop-oldest")], plugins)
             outcome = started.send(load_session(session_path))[0]
             took = time.perf_counter() - start
+            cpu["worker"].append(cpu_now() - c)
             assert outcome.ok, outcome.describe()
             host_seconds["worker"].append(float(outcome.trace.meta["host_seconds"]))
             return took
@@ -114,6 +128,10 @@ def main() -> int:
               f"-> ratio {worker / base:.2f}")
         print(f"ratio growth from the worker boundary: {worker / host - 1:+.1%} (median per pair "
               f"{statistics.median(per_pair):+.1%}; target <= +5%)")
+        cb, cp, cw = (statistics.median(cpu[k]) for k in ("baseline", "process", "worker"))
+        print(f"CPU seconds (this process and the worker, every thread; the machine's load does not count): "
+              f"baseline {cb:.2f}, in process {cp:.2f} (ratio {cp / cb:.2f}), through a worker {cw:.2f} "
+              f"(ratio {cw / cb:.2f}) -> {cw / cp - 1:+.1%}")
         inside, alone = statistics.median(host_seconds["worker"]), statistics.median(host_seconds["process"])
         print(f"the host's own time (meta.host_seconds): in process {alone:.2f} s, inside the worker {inside:.2f} s "
               f"(hook tracking, heartbeats and streaming included) -> {inside / alone - 1:+.1%}")
@@ -134,6 +152,8 @@ def main() -> int:
             print(f"replay command end to end: before {before:.2f} s, with workers {after:.2f} s -> "
                   f"{after / before - 1:+.1%} (median per pair {statistics.median(b / a - 1 for a, b in ends):+.1%})")
 
+        if args.no_compare:
+            return 0
         seq, par = [], []
         for _ in range(max(1, args.repeat)):
             seq.append(in_worker(3, parallel=1, engines=("drop-oldest", "compressor", "drop-oldest")))

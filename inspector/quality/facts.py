@@ -60,8 +60,12 @@ _ERROR_LINE = re.compile(r"(?:\b[A-Z]\w*(?:Error|Exception|Warning)\b|\bTracebac
                          r"\bpanic:|\bSegmentation fault\b|\bNo such file\b|\bPermission denied\b|\bnot found\b)")
 # In a tool's output only a line that *starts* like an error is one (a file read back mentions
 # ``ParseError`` on every ``raise``); numbered source listings (``  12|code``) are never key lines.
-_TOOL_ERROR_LINE = re.compile(r"^\s*(?:E\s+)?(?:[\w.]*(?:Error|Exception)\b:?|Traceback\b|FAILED\b|ERROR\b|error[:\[]|"
-                              r"fatal:|panic:|.*\b(?:No such file or directory|Permission denied|command not found)\b)")
+# Either it starts like one, or it names one of these anywhere (searched only in an output that
+# holds one: scanning every line of a megabyte read back for them was most of the extraction's time).
+_TOOL_ERROR_START = re.compile(r"\s*(?:E\s+)?(?:[\w.]*(?:Error|Exception)\b:?|Traceback\b|FAILED\b|ERROR\b|"
+                               r"error[:\[]|fatal:|panic:)")
+_TOOL_ERROR_PHRASES = ("No such file or directory", "Permission denied", "command not found")
+_TOOL_ERROR_PHRASE = re.compile(r"\b(?:" + "|".join(_TOOL_ERROR_PHRASES) + r")\b")
 _LISTING_LINE = re.compile(r"^\s*\d+\s*[|:]|^\s*(?:def|class|import|from|raise|except|return|if|elif|for|while)\b")
 MAX_TOOL_KEY_LINES = 10  # errors and result lines of one tool output (the rest is detail)
 _RESULT_LINE = re.compile(r"\b(?:\d+ (?:passed|failed|errors?|skipped|warnings?|deselected|xfailed)|exit (?:code|status)"
@@ -206,7 +210,7 @@ def _paths(text: str) -> list[str]:
             found.append((start, path))
         elif path.startswith(("./", "../")):
             found.append((start, path))
-    for m in _ROOTED_PATH.finditer(text):
+    for m in _ROOTED_PATH.finditer(text) if "/" in text else ():  # its scan is slow where it cannot match
         found.append((m.start(), m.group().rstrip(".,:;")))
     found.sort()
     return [p for _, p in found]
@@ -227,6 +231,7 @@ def _raw_facts(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
     args = _arguments_text(message) if message.get("tool_calls") else ""
     text = f"{prose}\n{args}" if prose and args else prose or args
     is_tool = role == "tool"
+    has_url = "http" in text  # the pattern's scan is slow where it cannot match (most tool outputs)
     if role == "user":
         for sentence in _SENTENCE.split(message_text(message)):
             if _DECISION_WORDS.search(sentence):
@@ -237,15 +242,18 @@ def _raw_facts(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
     lines = prose.splitlines()
     if is_tool:
         key_lines = 0
+        # No pattern below spans a line break, so one that matches nowhere in the output matches no line.
+        phrase = _TOOL_ERROR_PHRASE.search if any(p in prose for p in _TOOL_ERROR_PHRASES) else None
+        result = _RESULT_LINE.search if _RESULT_LINE.search(prose) else None
         for line in lines:
             if key_lines >= MAX_TOOL_KEY_LINES:
                 break
             if _LISTING_LINE.match(line):
                 continue
-            if _TOOL_ERROR_LINE.match(line):
+            if _TOOL_ERROR_START.match(line) or (phrase is not None and phrase(line)):
                 key_lines += 1
                 yield ERROR, line
-            elif _RESULT_LINE.search(line):
+            elif result is not None and result(line):
                 key_lines += 1
                 yield RESULT, line
         tail = next((ln for ln in reversed(lines) if ln.strip()), "")
@@ -256,7 +264,7 @@ def _raw_facts(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
             if _ERROR_LINE.search(line):
                 yield ERROR, line
     yield from ((PATH, p) for p in _paths(text))
-    for m in _URL.finditer(text):
+    for m in _URL.finditer(text) if has_url else ():
         yield URL, m.group().rstrip(".,:;")
     if not is_tool:  # a file read back names hundreds of identifiers; the agent can read it again
         for m in _BACKTICK.finditer(prose):

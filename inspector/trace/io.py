@@ -1404,15 +1404,15 @@ def _decode_lists(
     """Rebuild the key lists; negative items are message indices into ``keys``. ``prior``: the
     lists before these (a trace streamed in batches), which their deltas may refer to."""
     _expect(isinstance(encoded, list), "'lists' is not a list")
-    lists: list[tuple[str, ...]] = list(prior)
-    first = len(lists)
+    lists: list[tuple[str, ...]] = []  # the new lists; ``prior`` is read only where a delta refers to it
+    first = len(prior)
     n_keys = len(keys) if keys is not None else 0
     total = 0
     for i, entry in enumerate(encoded, start=first):
         _expect(isinstance(entry, list) and entry and type(entry[0]) is int, f"list {i} has no base")
         back = entry[0]
         _expect(0 <= back <= i, f"list {i} refers to list {i}-{back!r}")
-        base = lists[i - back] if back else ()
+        base = (lists[i - back - first] if i - back >= first else prior[i - back]) if back else ()
         out: list[str] = []
         k, n = 1, len(entry)
         while k < n:
@@ -1449,7 +1449,7 @@ def _decode_lists(
         _expect(total <= MAX_LIST_ENTRIES, f"its message lists hold more than {MAX_LIST_ENTRIES:,} entries in all "
                 f"(by list {i}); refused, as a crafted file would be (INSPECTOR_MAX_TRACE_ENTRIES)")
         lists.append(tuple(out))
-    return lists[first:]
+    return lists
 
 
 def _decode_run(

@@ -29,7 +29,18 @@ def main() -> None:
         writer.send({"type": "hello", "pid": os.getpid()})
         from inspector.worker.jobs import JOBS
 
-        JOBS[job["job"]](rt, job)
+        profile = os.environ.get("CONTEXT_INSPECTOR_WORKER_PROFILE")
+        if profile:  # a folder: the job's cProfile statistics go there (benchmarks; needs inspector.sandbox off)
+            import cProfile
+
+            with cProfile.Profile() as prof:
+                JOBS[job["job"]](rt, job)
+            try:
+                prof.dump_stats(os.path.join(profile, f"worker-{job['job']}-{os.getpid()}.prof"))
+            except OSError:
+                pass  # inside the OS sandbox only the worker's own folder is writable
+        else:
+            JOBS[job["job"]](rt, job)
     except BaseException as exc:  # noqa: BLE001 - engine code can raise anything; the supervisor records it
         import traceback
 

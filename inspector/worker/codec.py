@@ -74,8 +74,10 @@ def _event_row(ev: Event) -> list[Any]:
     return row
 
 
-def _event(row: list[Any]) -> Event:
+def _event(row: list[Any], last_status: dict[str, Any] | None) -> Event:
     kind, turn, request, t, duration, args, result, state, status, fault, thread, note, output = row
+    if type(status) is int and status == 0:  # the last status sent again (see TraceStreamer._event_rows)
+        status = last_status
     return Event(index=0, kind=kind, turn=turn, request=request, t=t, duration=duration, args=args or {},
                  result=result, state=tuple(state) if state is not None else None, status=status,
                  fault=Fault(*fault) if fault is not None else None, thread=thread, note=note, output=output)
@@ -101,8 +103,9 @@ def _request(index: int, row: list[Any]) -> Request:
 
 def encode_lists_since(lists: list[tuple[str, ...]], start: int) -> list[list[Any]]:
     """The key lists from ``start`` on, in a saved trace's delta format (``[back, 0, n, *keys]``: the
-    first ``n`` keys of the list ``back`` places earlier, then these). A request's list mostly
-    extends one of the last two; the receiver already has the lists before ``start``.
+    first ``n`` keys of the list ``back`` places earlier, then these; a longer rest also as
+    ``start, length`` runs of that list). A request's list mostly extends one of the last two;
+    the receiver already has the lists before ``start``.
 
     Cheaper than a saved trace's search (:func:`inspector.trace.io._encode_lists`, which also tries
     copied runs further back): this runs inside the replay, after every turn.
@@ -117,25 +120,102 @@ def encode_lists_since(lists: list[tuple[str, ...]], start: int) -> list[list[An
             p = _common_prefix_len(lists[i - back], cur)
             if p > best:
                 best_back, best = back, p
-        out.append([best_back, 0, best, *cur[best:]] if best else [0, *cur])
+        if best_back == 0 and i >= 1:
+            best_back = 1  # no shared prefix: the previous list may still hold runs of this one
+        items: list[Any] = [0, best] if best else []
+        if best_back and len(cur) - best > _SMALL_TAIL:
+            items += _copy_runs(lists[i - best_back], cur, best)
+        else:
+            items += cur[best:]
+        out.append([best_back if any(type(x) is int for x in items) else 0, *items])
     return out
 
 
-class TraceStreamer:
-    """Worker side: what a growing trace gained since the last batch, as one JSON-able dict."""
+_SMALL_TAIL = 8  # a tail this short is sent as keys: looking for runs in the base costs more
+_SEARCHES = 4  # keys looked up in the base (each a scan of it in C) before the rest goes as keys
 
-    def __init__(self, trace: Trace) -> None:
+
+def _copy_runs(base: tuple[str, ...], cur: tuple[str, ...], j: int) -> list[Any]:
+    """``cur[j:]`` as ``start, length`` runs copied from ``base`` and literal keys, greedily: a
+    request's list that is not the last one extended is mostly one or two runs of it (an engine
+    dropped the oldest messages, or put a summary before the recent ones)."""
+    items: list[Any] = []
+    searches, n = 0, len(cur)
+    while j < n and searches < _SEARCHES:
+        searches += 1
+        try:
+            q = base.index(cur[j])
+        except ValueError:
+            items.append(cur[j])
+            j += 1
+            continue
+        run = _common_prefix_len(base[q:], cur[j:])
+        items += [q, run]
+        j += run
+    items += cur[j:]
+    return items
+
+
+REF_MIN_CHARS = 256  # a shorter content is sent as it is
+
+
+class TraceStreamer:
+    """Worker side: what a growing trace gained since the last batch, as one JSON-able dict.
+
+    With the session's messages (a replay: the supervisor holds the same session), a stored
+    message whose content is the very string of a session message goes with its content as None
+    and ``content_refs`` naming that message: the supervisor puts its own copy back. Tool outputs
+    are most of a large session's bytes, and were otherwise encoded, piped and decoded a second time.
+    """
+
+    def __init__(self, trace: Trace, session_messages: list[dict[str, Any]] | None = None) -> None:
         self.trace = trace
         self._events = self._requests = self._messages = self._lists = self._tokens = self._schemas = 0
+        self._status: dict[str, Any] | None = None
+        self._session = session_messages or []
+        self._contents = {id(c): i for i, m in enumerate(self._session)
+                          if type(c := m.get("content")) is str and len(c) >= REF_MIN_CHARS}
+
+    def _new_messages(self) -> tuple[dict[str, Any], dict[str, int]]:
+        messages = dict(itertools.islice(self.trace.store.messages.items(), self._messages, None))
+        refs: dict[str, int] = {}
+        if self._contents:
+            for key, msg in messages.items():
+                content = msg.get("content")
+                if type(content) is str and len(content) >= REF_MIN_CHARS:
+                    i = self._contents.get(id(content))
+                    if i is not None and self._session[i].get("content") is content:
+                        messages[key] = {**msg, "content": None}
+                        refs[key] = i
+        return messages, refs
+
+    def _event_rows(self, events: list[Event]) -> list[list[Any]]:
+        """Event rows; a status equal to the last one sent goes as 0 (most events repeat
+        ``get_status()``, and it was most of the stream's bytes), as a saved trace stores it."""
+        rows = []
+        last = self._status
+        for ev in events:
+            row = _event_row(ev)
+            status = row[8]
+            if type(status) is dict:  # what the host records (inspector.host: a dict or None)
+                if status == last:
+                    row[8] = 0
+                else:
+                    last = status
+            rows.append(row)
+        self._status = last
+        return rows
 
     def batch(self, *, final: bool = False) -> dict[str, Any]:
         tr, store = self.trace, self.trace.store
         out: dict[str, Any] = {
-            "events": [_event_row(ev) for ev in tr.events[self._events:]],
+            "events": self._event_rows(tr.events[self._events:]),
             "requests": [_request_row(r) for r in tr.requests[self._requests:]],
-            "messages": dict(itertools.islice(store.messages.items(), self._messages, None)),
             "lists": encode_lists_since(store.lists, self._lists),
         }
+        out["messages"], refs = self._new_messages()
+        if refs:
+            out["content_refs"] = refs
         if final:
             out["tokens"] = store.tokens
             out["meta"] = tr.meta
@@ -153,20 +233,34 @@ class TraceStreamer:
 class TraceAssembler:
     """Supervisor side: the trace rebuilt from a worker's batches; readable after any of them."""
 
-    def __init__(self, meta: dict[str, Any] | None = None) -> None:
+    def __init__(self, meta: dict[str, Any] | None = None, session_messages: list[dict[str, Any]] | None = None) -> None:
         self.trace = Trace(dict(meta or {}))
         self.batches = 0
+        self._status: dict[str, Any] | None = None
+        self._session = session_messages or []
 
     def add(self, batch: dict[str, Any]) -> Trace:
+        """Add one batch; a batch that does not fit (a content ref to no text) raises ValueError."""
         tr, store = self.trace, self.trace.store
-        store.messages.update(batch.get("messages") or {})
+        messages = batch.get("messages") or {}
+        for key, i in (batch.get("content_refs") or {}).items():
+            content = self._session[i].get("content") if type(i) is int and 0 <= i < len(self._session) else None
+            if type(content) is not str or messages[key].get("content") is not None:
+                raise ValueError(f"message {str(key)[:40]!r} refers to no session message's text")
+            messages[key]["content"] = content
+        store.messages.update(messages)
         for keys in _decode_lists(batch.get("lists") or [], store.messages, prior=store.lists):
             store.lists.append(keys)
-            store._list_ids.setdefault(keys, len(store.lists) - 1)
+            store._list_ids.setdefault(hash(keys), len(store.lists) - 1)
         start = len(tr.requests)
         tr.requests.extend(_request(start + i, row) for i, row in enumerate(batch.get("requests") or ()))
+        status = self._status
         for row in batch.get("events") or ():
-            tr.add_event(_event(row))
+            ev = _event(row, status)
+            if ev.status is not None:
+                status = ev.status
+            tr.add_event(ev)
+        self._status = status
         if "tokens" in batch:
             store.tokens = batch["tokens"]
         else:

@@ -117,7 +117,7 @@ def replay_job(rt: Runtime, job: dict[str, Any]) -> None:
         def __setattr__(self, name: str, value: Any) -> None:
             super().__setattr__(name, value)
             if name == "trace" and value is not None and state["streamer"] is None:
-                state["streamer"] = TraceStreamer(value)
+                state["streamer"] = TraceStreamer(value, session.messages)
                 rt.send("meta", meta=value.meta)
 
     watch = Watch()

@@ -67,6 +67,7 @@ class StartedReplays:
         """Hand every worker the session and wait for the outcomes (in the order of the runs)."""
         frame = {"type": "session", "data": session_to_json(session)}
         for w in self.workers:
+            w.session_messages = session.messages
             w.post(frame)
         return run_workers(self.workers, parallel=len(self.workers), cancel=cancel)
 
@@ -90,4 +91,6 @@ def replay_in_workers(session: Any, runs: Sequence[RunRequest], plugin_dirs: Seq
     workers = [Worker(replay_job(data, run, plugin_dirs), run.config, label=run.label,
                       on_frame=_progress_frames(progress, run.label),
                       echo=echo, echo_prefix=f"[{run.label}] " if several else "") for run in runs]
+    for w in workers:
+        w.session_messages = session.messages
     return run_workers(workers, parallel=parallel, cancel=cancel, on_finished=on_finished)

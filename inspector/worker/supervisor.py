@@ -34,6 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+try:
+    import fcntl
+except ImportError:  # not on Windows
+    fcntl = None  # type: ignore[assignment]
+
 import inspector
 from inspector.trace.model import EV_FAULT, Event, Fault, Trace, _not_engine_code
 from inspector.worker import sandbox, tracker
@@ -197,16 +202,35 @@ def _stack_traceback(stack: str | None) -> str | None:
 def worker_environment(config: dict[str, Any], work: str) -> dict[str, str]:
     """The worker's environment: ours, without key-like variables unless the config uses an endpoint."""
     from inspector.llm.secrets import is_secret_name, key_env_names
+    from inspector.tokens.persistent import ENV_VAR as TOKEN_CACHE_VAR
 
     keep_secrets = bool(sandbox.endpoints(config))
     named = set(key_env_names(config))  # a key whose variable's name does not look like one
-    env = {k: v for k, v in os.environ.items() if keep_secrets or not (is_secret_name(k) or k in named)}
+    env = {k: v for k, v in os.environ.items() if keep_secrets or not (is_secret_name(k) or k in named)
+           or k == TOKEN_CACHE_VAR}  # a path or "off", whose name only looks like a key's
     root = str(Path(inspector.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["TMPDIR"] = os.path.join(work, "tmp")
     env["PYTHONUNBUFFERED"] = "1"
     env.pop("PYTHONSTARTUP", None)
     return env
+
+
+PIPE_BYTES = (8 << 20, 1 << 20)  # frame pipe sizes tried in turn (Linux's default is 64 KB; 1 MB needs no privilege)
+
+
+def _widen(fd: int) -> None:
+    """A wide frame pipe: a worker's batch (up to megabytes) is written at once, and the replay goes on
+    while the supervisor reads it, instead of waiting on a 64 KB pipe."""
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if setsize is None:
+        return
+    for size in PIPE_BYTES:
+        try:
+            fcntl.fcntl(fd, setsize, size)
+            return
+        except OSError:
+            continue
 
 
 class Worker:
@@ -224,6 +248,7 @@ class Worker:
         self.echo_prefix = echo_prefix
         self.isolation = sandbox.choose(config)
         self.assembler: TraceAssembler | None = None
+        self.session_messages: list[dict[str, Any]] | None = None  # the replayed session's, for content refs
         self.frames = FrameReader()
         self.done: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
@@ -266,6 +291,7 @@ class Worker:
             self.egress = EgressProxy(self.work, self.isolation.hosts).start()
             self.job["egress"] = self.egress.path
         read_fd, write_fd = os.pipe()
+        _widen(write_fd)
         argv = [sys.executable, "-m", "inspector.worker", str(write_fd), self.work]
         try:
             self.proc = subprocess.Popen(
@@ -391,11 +417,11 @@ class Worker:
         if kind == "hello":
             self.pid = frame.get("pid") if isinstance(frame.get("pid"), int) else None
         elif kind == "meta":
-            self.assembler = TraceAssembler(frame.get("meta") or {})
+            self.assembler = TraceAssembler(frame.get("meta") or {}, self.session_messages)
         elif kind in ("batch", "update", "done"):
             batch = frame.get("batch")
             if isinstance(batch, dict) and self.assembler is None and isinstance(batch.get("meta"), dict):
-                self.assembler = TraceAssembler(batch["meta"])
+                self.assembler = TraceAssembler(batch["meta"], self.session_messages)
             if isinstance(batch, dict) and self.assembler is not None:
                 self.assembler.add(batch)
             if kind == "done":

@@ -215,7 +215,10 @@ def test_ctrl_c_stops_cleanly_keeps_partial_results_and_the_next_run_resumes(tmp
         time.sleep(0.2)
         if db.exists():
             with sqlite3.connect(db) as conn:
-                done = conn.execute("SELECT count(*) FROM results").fetchone()[0]
+                try:
+                    done = conn.execute("SELECT count(*) FROM results").fetchone()[0]
+                except sqlite3.OperationalError:  # the file is there, its table not yet
+                    continue
     assert done, "no task finished in time"
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)

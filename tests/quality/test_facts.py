@@ -45,6 +45,17 @@ def test_a_tool_output_gives_key_lines_not_every_line_of_a_file():
     assert fx.ERROR not in kinds and fx.IDENTIFIER not in kinds  # a file read back is not a list of facts
 
 
+def test_a_tool_output_line_naming_a_missing_file_anywhere_is_an_error_and_a_word_containing_it_is_not():
+    output = ("$ cat notes.md\ncat: notes.md: No such file or directory\nthe Permission deniedness of it\n"
+              "  7|    # command not found here\nls: /root: Permission denied")
+    got = found({"role": "tool", "tool_call_id": "c1", "content": output})
+    errors = {text for kind, text in got if kind == fx.ERROR}
+    assert errors == {"cat: notes.md: No such file or directory", "ls: /root: Permission denied"}
+    quiet = found({"role": "tool", "tool_call_id": "c2", "content": "all\nfine\nhere"})
+    assert {k for k, _ in quiet} == {fx.RESULT}  # only the last line, as for any output
+    assert (fx.RESULT, "here") in quiet
+
+
 def test_normalising_folds_case_space_quotes_and_thousands_separators():
     assert normalise("  `Total`:  1,204 Rows ") == normalise("total: 1204 rows")
 

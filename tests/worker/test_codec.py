@@ -1,0 +1,97 @@
+"""The trace stream between a worker and its supervisor carries the trace exactly, in few bytes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inspector.trace.io import _decode_lists
+from inspector.trace.model import Event, KeyLists, Trace
+from inspector.worker.codec import TraceAssembler, TraceStreamer, encode_lists_since
+from inspector.worker.protocol import FrameReader, encode
+
+
+def _keys(*names: str | int) -> tuple[str, ...]:
+    return tuple(f"k{n}" for n in names)
+
+
+def _round_trip(lists: list[tuple[str, ...]], cut: int) -> list[tuple[str, ...]]:
+    """The lists sent in two batches (before ``cut`` and from it), as the supervisor rebuilds them."""
+    messages = {k: {"role": "user", "content": k} for tup in lists for k in tup}
+    stored = KeyLists(lists)
+    first = _decode_lists(encode_lists_since(stored, 0)[:cut], messages)
+    rest = _decode_lists(encode_lists_since(stored, cut), messages, prior=KeyLists(first))
+    return first + rest
+
+
+def test_lists_that_drop_the_oldest_messages_go_as_runs_of_the_previous_list():
+    system = ("sys",)
+    lists = [system + _keys(*range(i, i + 40)) for i in range(0, 30)]  # each drops one, adds one
+    encoded = encode_lists_since(KeyLists(lists), 1)
+    assert all(len(entry) <= 6 for entry in encoded)  # [back, 0, 1, start, length, new key]
+    assert _round_trip(lists, 10) == lists
+
+
+def test_a_summary_before_the_recent_messages_and_unrelated_lists_come_back_unchanged():
+    lists = [
+        _keys(*range(20)),
+        _keys(*range(21)),
+        ("summary",) + _keys(*range(12, 21)) + ("x",),  # a compaction: new head, a run of the last list
+        _keys("a", "b", "c"),  # nothing shared
+        _keys(*range(21)) + _keys("c", "b", "a") * 5,  # runs of a list two back, keys repeated
+        (),
+        _keys(0),
+    ]
+    for cut in range(len(lists) + 1):
+        assert _round_trip(lists, cut) == lists
+
+
+def _event(i: int, status: dict | None) -> Event:
+    return Event(index=0, kind="request", turn=i, request=i, t=float(i), status=status)
+
+
+def test_statuses_repeated_from_event_to_event_are_sent_once_and_rebuilt_equal():
+    trace = Trace({"engine": "x"})
+    streamer, assembler = TraceStreamer(trace), TraceAssembler(trace.meta)
+    statuses = [{"n": 1}, {"n": 1}, None, {"n": 1}, {"n": 2}, {"n": 2}, None, {}, {}]
+    sizes = []
+    for i, status in enumerate(statuses):
+        trace.add_event(_event(i, dict(status) if status is not None else None))
+        data = encode({"type": "batch", "batch": streamer.batch()})
+        sizes.append(len(data))
+        assembler.add(FrameReader().feed(data)[0]["batch"])
+    assembler.add(FrameReader().feed(encode({"type": "done", "batch": streamer.batch(final=True)}))[0]["batch"])
+    assert [e.status for e in assembler.trace.events] == statuses
+    first = json.loads(encode({"type": "b", "batch": TraceStreamer(trace).batch()})[4:])["batch"]["events"]
+    assert [row[8] for row in first] == [{"n": 1}, 0, None, 0, {"n": 2}, 0, None, {}, 0]
+
+
+def test_a_stored_message_holding_a_session_message_s_text_goes_as_a_reference_to_it():
+    long_text = "x" * 5000
+    session = [{"role": "user", "content": "hi"}, {"role": "tool", "content": long_text, "tool_call_id": "c1"}]
+    trace = Trace({})
+    key = trace.store.put({"role": "tool", "tool_call_id": "c1", "content": session[1]["content"]})
+    other = trace.store.put({"role": "tool", "content": "y" * 5000})  # not the session's string
+    data = encode({"type": "batch", "batch": TraceStreamer(trace, session).batch(final=True)})
+    assert len(data) < 5000 + 1000  # one long text crossed the pipe, not two
+    batch = FrameReader().feed(data)[0]["batch"]
+    assert batch["content_refs"] == {key: 1}
+    receiver = [dict(m) for m in session]  # the supervisor's own copy of the session
+    rebuilt = TraceAssembler({}, receiver).add(batch)
+    assert rebuilt.store.messages == trace.store.messages
+    assert list(rebuilt.store.messages[key]) == ["role", "tool_call_id", "content"]  # key order kept
+    assert rebuilt.store.messages[key]["content"] is receiver[1]["content"]
+    assert rebuilt.store.messages[other]["content"] == "y" * 5000
+
+
+def test_a_content_reference_to_no_session_text_is_refused():
+    trace = Trace({})
+    session = [{"role": "tool", "content": "z" * 300}]
+    trace.store.put(dict(session[0]))  # a copy of the message, holding the session's string
+    batch = FrameReader().feed(encode({"type": "b", "batch": TraceStreamer(trace, session).batch()}))[0]["batch"]
+    assert batch["content_refs"]
+    with pytest.raises(ValueError):
+        TraceAssembler({}, [{"role": "tool", "content": ["not", "text"]}]).add(batch)
+    with pytest.raises(ValueError):
+        TraceAssembler({}, []).add(batch)
