@@ -19,7 +19,6 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from inspector.host.assembly import RequestAssembly
-from inspector.host.guard import call_inline
 from inspector.host.profiles import POOL, GateRules
 from inspector.host.recorder import HookRecorder
 from inspector.host.settings import HostSettings
@@ -123,7 +122,7 @@ class Compaction:
         if not force:
             blocked_fn = getattr(type(e), "_automatic_compression_blocked", None)
             if callable(blocked_fn):
-                out = call_inline(blocked_fn, e, timeout=self.settings.hook_timeout)
+                out = rec.inline(blocked_fn, e, timeout=self.settings.hook_timeout)
                 if out.ok and out.value:
                     rec.note(f"automatic compression blocked by the engine: {self.blocked_reason(approx_tokens)}",
                              site=site)
@@ -324,7 +323,7 @@ class Compaction:
         """Why the engine refuses to compress, in its own words where it gives any."""
         info = getattr(self.engine, "should_compress_info", None)
         if callable(info) and self.rec.wants("should_compress_info"):
-            out = call_inline(info, tokens, timeout=self.settings.hook_timeout)
+            out = self.rec.inline(info, tokens, timeout=self.settings.hook_timeout)
             if out.ok and isinstance(out.value, tuple) and len(out.value) == 2 and out.value[1]:
                 return str(out.value[1])
         e = self.engine

@@ -20,7 +20,6 @@ from typing import Any
 
 from inspector.host.assembly import RequestAssembly
 from inspector.host.compaction import Compaction
-from inspector.host.guard import call_inline
 from inspector.host.profiles import GateRules
 from inspector.host.recorder import HookRecorder
 from inspector.host.settings import HostSettings
@@ -78,7 +77,7 @@ class CompactionGates:
         getter = getattr(self.engine, "get_active_compression_failure_cooldown", None)
         if not callable(getter):
             return False
-        out = call_inline(getter, timeout=self.settings.hook_timeout)
+        out = self.rec.inline(getter, timeout=self.settings.hook_timeout)
         return bool(out.value) if out.ok else False
 
     def cooldown_blocks(self, tokens: int) -> bool:

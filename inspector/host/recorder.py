@@ -56,6 +56,13 @@ class HookRecorder:
         # Called before each hook while set: the compaction part settles a timed-out pass that
         # finished in the background before anything else touches the engine.
         self.before_call: Callable[[], None] | None = None
+        # How an inline hook is called: on this thread under the watchdog, or (the doctor) on the
+        # thread that loaded the engine, abandoned when it hangs.
+        self.inline: Callable[..., CallOutcome] = call_inline
+        # Told before and after every engine hook (the doctor's checking observer, see
+        # inspector/engines/doctor_observer.py): ``before(hook, args, kwargs) -> token`` and
+        # ``after(hook, args, kwargs, event, outcome, token)``.
+        self.observer: Any = None
         self._rows: dict[str, HookRow] = {row.hook: row for row in profile.hooks}
         self._recorded = {row.hook: frozenset(row.records) for row in profile.hooks}
         # Skipped unless overridden: decided once, as Hermes checks the class (agent/context_engine.py).
@@ -110,8 +117,17 @@ class HookRecorder:
         if record_args and not self._recorded[hook].issuperset(record_args):
             keep = self._recorded[hook]
             record_args = {k: v for k, v in record_args.items() if k in keep}
-        return self.call(row.event, getattr(self.engine, hook), *args, record_args=record_args, request=request,
-                         on_pool=row.thread == POOL if on_pool is None else on_pool, timeout=timeout, **kwargs)
+        fn = getattr(self.engine, hook)
+        pooled = row.thread == POOL if on_pool is None else on_pool
+        observer = self.observer
+        if observer is None:
+            return self.call(row.event, fn, *args, record_args=record_args, request=request, on_pool=pooled,
+                             timeout=timeout, **kwargs)
+        token = observer.before(hook, args, kwargs)
+        event, outcome = self.call(row.event, fn, *args, record_args=record_args, request=request, on_pool=pooled,
+                                   timeout=timeout, **kwargs)
+        observer.after(hook, args, kwargs, event, outcome, token)
+        return event, outcome
 
     # -- recording -------------------------------------------------------------------------
     def now(self) -> float:
@@ -143,7 +159,7 @@ class HookRecorder:
         if not self.has("get_status"):  # Hermes never calls it: a duck engine may lack it
             self._status_failed = True
             return self._status_prev
-        out = call_inline(self.engine.get_status, timeout=self.hook_timeout)
+        out = self.inline(self.engine.get_status, timeout=self.hook_timeout)
         if not out.ok:  # recorded once; a broken get_status must not flood the trace or stall the run
             self._status_failed = True
             fault = out.fault or Fault("exception", "get_status() failed")
@@ -197,7 +213,7 @@ class HookRecorder:
                                                   f"{HOOK_TIMEOUTS_BEFORE_SKIP} times; treated as timed out from here "
                                                   "(Hermes, which has no timeout, would hang)"))
             else:
-                outcome = call_inline(fn, *args, timeout=self.hook_timeout if timeout is None else timeout,
+                outcome = self.inline(fn, *args, timeout=self.hook_timeout if timeout is None else timeout,
                                       **kwargs)
                 if outcome.fault is not None and outcome.fault.kind == "timeout":
                     self._timeouts[kind] = self._timeouts.get(kind, 0) + 1
@@ -228,7 +244,7 @@ class HookRecorder:
         """An engine method the host calls on its own behalf after hook ``ev``: its output joins ``ev``'s."""
         previous = self._output.begin()
         try:
-            return call_inline(fn, *args, timeout=self.hook_timeout, **kwargs)
+            return self.inline(fn, *args, timeout=self.hook_timeout, **kwargs)
         finally:
             text = self._output.end(previous)
             if text is not None:
