@@ -478,13 +478,8 @@ def run_doctor(
     timeout: float = 10.0,
     include_project: bool = True,
     include_entry_points: bool = True,
-    driver: Callable[..., Any] | None = None,
 ) -> DoctorReport:
-    """Diagnose engine ``name``. Never raises for a broken engine; returns the findings.
-
-    ``driver(loaded, report, timeout, agent)`` replaces the built-in per-hook driver (e.g. a
-    wrapper around the host's ``replay`` once it exists).
-    """
+    """Diagnose engine ``name``. Never raises for a broken engine; returns the findings."""
     from inspector.engines.discovery import EngineLoadError, load_engine
     from inspector.engines.run_context import RunContext, offline_stand_in_for, running
     from inspector.host.profiles import profile_for
@@ -523,8 +518,7 @@ def run_doctor(
             if abc_ok is False and not callable(getattr(loaded.engine, "compress", None)):
                 report.add(FAIL, "hooks", "hooks not exercised: the engine lacks the required methods")
             else:
-                run_driver = driver or drive_host
-                _guarded_check(report, "hooks", run_driver, loaded, report, timeout, agent)
+                _guarded_check(report, "hooks", drive_host, loaded, report, timeout, agent)
                 if profile.gates.compress_input == "live":
                     # 0.19.0 deep-copies the engine for each agent (agent/agent_init.py:1851-1870) and
                     # compresses on the agent's thread: no two sessions ever share an instance.
