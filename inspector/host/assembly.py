@@ -321,7 +321,7 @@ class RequestAssembly:
 
     def select(self, asm: AssembledHistory, keys: tuple[str, ...],
                user: dict[str, Any] | None) -> tuple[list[dict], tuple[str, ...], bool]:
-        """``select_context`` with Hermes' skip check and validation table (§3)."""
+        """``select_context`` with Hermes' skip check and validation table (docs/host-contract.md §3)."""
         wire = asm.wire
         if not self.rec.wants("select_context"):
             return wire, keys, False

@@ -1,12 +1,13 @@
-"""One compaction pass: Hermes' ``compress_context`` around ``engine.compress`` (§4).
+"""One compaction pass: Hermes' ``compress_context`` around ``engine.compress`` (agent/conversation_compression.py:698 of hermes-agent 0.19.0).
 
 The gates (:mod:`inspector.host.gates`) decide when to compress; this part runs the pass: the
-engine's own block, the summariser-window feasibility check at the first compaction (§2.9), the
+engine's own block, the summariser-window feasibility check at the first compaction (agent/conversation_compression.py:313-512), the
 rule that two passes never overlap (a timed-out pass still running in the background), the
 signature filter on ``compress``'s keyword arguments, the call itself (inline with the live list
 under hermes-0.19.0, agent/conversation_compression.py:1034-1060; on a pool thread over a deep copy
 with a timeout under [M]), the validation of what it returns, and the commit: the new history,
-a real user turn kept (§4.4), the boundary hooks (§4.5) and Hermes' bookkeeping (§4.6).
+a real user turn kept (agent/conversation_compression.py:676), the boundary hooks
+(agent/conversation_compression.py:1196-1395) and Hermes' bookkeeping (agent/conversation_compression.py:1447-1460).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ TIMEOUT_RESTORE_FIELDS = (
 
 
 def supported_compress_kwargs(fn: Any, candidates: dict[str, Any]) -> dict[str, Any]:
-    """Hermes' signature filter (§4.1): pass only what ``compress`` declares, all with **kwargs."""
+    """Hermes' signature filter (agent/conversation_compression.py:195-231 of hermes-agent 0.19.0): pass only what ``compress`` declares, all with **kwargs."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -80,11 +81,11 @@ class Compaction:
         self.config = config
         self.session_id = session_id
         self.turn_exit: str | None = None  # why Hermes would have ended the current turn early
-        self._feasibility_checked = False  # §2.9 runs once, at the first compaction
+        self._feasibility_checked = False  # conversation_compression.py:773-780 (hermes-agent 0.19.0) runs once, at the first compaction
         self._abandoned: Any = None  # a timed-out compress still running on the pool
         self._abandoned_noted = False
         # The engine's fields as the timeout left them: the pass can never commit, so what it
-        # changes when it finishes late is put back (§4.3).
+        # changes when it finishes late is put back (docs/host-contract.md §4.3).
         self._abandoned_fields: dict[str, Any] = {}
 
     # -- a pass that timed out ---------------------------------------------------------------
@@ -115,7 +116,7 @@ class Compaction:
 
     # -- the pass ------------------------------------------------------------------------------
     def run(self, approx_tokens: int, *, site: str, focus_topic: str | None = None, force: bool = False) -> bool:
-        """Hermes' compress_context around ``engine.compress`` (§4). True when a boundary committed."""
+        """Hermes' compress_context around ``engine.compress`` (agent/conversation_compression.py:698 of hermes-agent 0.19.0). True when a boundary committed."""
         e = self.engine
         rec = self.rec
         asm = self.asm
@@ -132,7 +133,7 @@ class Compaction:
             self._check_aux_feasibility()
         stale = self._abandoned
         if stale is not None:
-            # Two passes never overlap for one session (§4.3). A replay reaches the next attempt
+            # Two passes never overlap for one session (docs/host-contract.md §4.3). A replay reaches the next attempt
             # in milliseconds where the agent would take a provider call's time: give the pass
             # that timed out up to one more timeout to finish, then skip this attempt.
             try:
@@ -201,7 +202,7 @@ class Compaction:
                     self._abandoned_fields = {k: copy.deepcopy(v) for k, v in vars(e).items()
                                               if k in TIMEOUT_RESTORE_FIELDS} if hasattr(e, "__dict__") else {}
                 if site in ("pre_api", "preflight"):
-                    # Hermes ends the turn here (§4.3); the replay goes on with the transcript.
+                    # Hermes ends the turn here (docs/host-contract.md §4.3); the replay goes on with the transcript.
                     self.turn_exit = "context_compression_timeout"
                     rec.fault("context_compression_timeout",
                               "Hermes would end this turn here (failed, context_compression_timeout); "
@@ -216,7 +217,7 @@ class Compaction:
             if len(copied) != len(before) or copied != before:
                 ev.note = (f"compress changed its input list in place ({len(before)} → {len(copied)} messages) and "
                            "returned that same list: Hermes' worker treats returning its snapshot object as a no-op "
-                           "and keeps the original (§4.3); return a new list to commit")
+                           "and keeps the original (docs/host-contract.md §4.3); return a new list to commit")
             else:
                 ev.note = "compress returned its input unchanged (no-op)"
             ev.result = {"$list": ev.args["messages"]["$list"], "unchanged": True}
@@ -256,7 +257,7 @@ class Compaction:
         rough_after = asm.request_rough()  # from the per-message figures
         ev.result = {"$list": after_id, "tokens_after": rough_after, "count_after": len(compressed),
                      "count_before": len(pre)}
-        # Commit: the boundary notifications Hermes sends with a session store, in place (§4.5).
+        # Commit: the boundary notifications Hermes sends with a session store, in place (agent/conversation_compression.py:1196-1395 of hermes-agent 0.19.0).
         if rec.wants("on_session_end"):
             rec.hook("on_session_end", self.session_id, before,
                      record_args={"session_id": self.session_id, "messages": ev.args["messages"],
@@ -295,7 +296,7 @@ class Compaction:
             rec.note(f"Session compressed {count} times — accuracy may degrade (Hermes warns here)")
 
     def _check_aux_feasibility(self) -> None:
-        """Hermes' once-per-agent check of the summariser's window, at the first compaction (§2.9)."""
+        """Hermes' once-per-agent check of the summariser's window, at the first compaction (agent/conversation_compression.py:313-512 of hermes-agent 0.19.0)."""
         aux = (self.config.get("auxiliary") or {}).get("compression") or {}
         window = as_int(aux.get("context_length")) if isinstance(aux, dict) else 0
         if window <= 0:
@@ -336,7 +337,7 @@ class Compaction:
         return "; ".join(parts) or "_automatic_compression_blocked() returned True"
 
     def _ensure_user_turn(self, compressed: list[dict[str, Any]], before: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Hermes' _ensure_compressed_has_user_turn (§4.4 step 5)."""
+        """Hermes' _ensure_compressed_has_user_turn (agent/conversation_compression.py:676 of hermes-agent 0.19.0)."""
         if any(is_real_user(m) for m in compressed):
             return compressed
         latest = next((m for m in reversed(before) if is_real_user(m)), None)

@@ -1,11 +1,11 @@
 """The compaction gates: where in a turn Hermes asks whether to compress, with which token figure.
 
-- the turn-start preflight (§2.3, agent/turn_context.py:199-206, 664-700);
+- the turn-start preflight (agent/turn_context.py:199-206, 664-700);
 - the pre-API gate before every request (agent/conversation_loop.py:1087-1090), after
   ``should_defer_preflight_to_real_usage`` and the failure cooldown;
 - the check after a tool round (agent/conversation_loop.py:5121-5150 under 0.19.0; [M]
   ``compress_after_tool_results`` with ``should_compress_info`` and ``prune_tool_results_only``);
-- the context-overflow path (§2.7): the provider rejects a request over the window, Hermes
+- the context-overflow path (agent/conversation_loop.py:3618-3830): the provider rejects a request over the window, Hermes
   compresses and retries up to 3 times a turn.
 
 Which figure each gate tests is the profile's rule (:class:`inspector.host.profiles.GateRules`);
@@ -113,7 +113,7 @@ class CompactionGates:
 
     # -- the gates -------------------------------------------------------------------------------
     def preflight(self) -> None:
-        """Turn-prologue preflight compression (§2.3)."""
+        """Turn-prologue preflight compression (agent/turn_context.py:563-684 of hermes-agent 0.19.0)."""
         asm = self.asm
         if not self.settings.compression_enabled or not asm.history:
             return
@@ -160,7 +160,7 @@ class CompactionGates:
         return False
 
     def overflow(self, tik: int, rough: int) -> bool:
-        """The simulated provider rejects a request over the window (§2.7 context-overflow path).
+        """The simulated provider rejects a request over the window (the context-overflow path, agent/conversation_loop.py:3618-3830 of hermes-agent 0.19.0).
 
         Hermes then compresses (up to 3 attempts a turn, success = fewer rows or < 95 % of the
         rough tokens) and retries; when that fails the turn ends with ``compression_exhausted``.
@@ -200,7 +200,7 @@ class CompactionGates:
         return self.overflow(tik, rough)
 
     def provider_overflow(self, exc: Exception, rough: int) -> bool:
-        """A real provider rejected the request as too long (§2.7): compress and retry, 3 times at most."""
+        """A real provider rejected the request as too long (agent/conversation_loop.py:3618-3830 of hermes-agent 0.19.0): compress and retry, 3 times at most."""
         if not self.settings.compression_enabled or self._overflow_attempts >= 3:
             return False
         self._overflow_attempts += 1
@@ -209,7 +209,7 @@ class CompactionGates:
         limit = reported_context_limit(str(exc))
         current = as_int(getattr(self.engine, "context_length", 0)) or self.settings.context_length
         if limit is not None and limit < current:
-            # The error names the real window: Hermes adopts it before compressing (§2.7).
+            # The error names the real window: Hermes adopts it before compressing (agent/conversation_loop.py:3754).
             s = self.settings
             s.context_length = limit
             self.rec.hook("update_model",
@@ -221,7 +221,7 @@ class CompactionGates:
         return self.compaction.run(rough, site="overflow")
 
     def after_tools(self) -> None:
-        """Post-tool compression or proactive prune ([M] compress_after_tool_results, §2.7)."""
+        """Post-tool compression or proactive prune (agent/conversation_loop.py:5115-5146 of hermes-agent 0.19.0; docs/host-contract.md §2.7)."""
         e = self.engine
         if self.rules.post_tool_tokens == "last_prompt":
             self._after_tools_last_prompt()

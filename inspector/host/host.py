@@ -186,7 +186,7 @@ class Host:
     # -- session lifecycle ---------------------------------------------------------------
     @_in_run
     def start(self) -> bool:
-        """Hermes' agent construction (§2.2, §13.1). False when the host must stop (as Hermes would)."""
+        """Hermes' agent construction (agent/agent_init.py:1819-2039 of hermes-agent 0.19.0). False when the host must stop (as Hermes would)."""
         engine = self.engine
         rec = self.rec
         s = self.settings
@@ -204,7 +204,7 @@ class Host:
                 provider=s.provider, api_mode=s.api_mode,
             )
             if out.fault is not None and out.fault.kind in ("exception", "timeout"):
-                # Hermes calls it unguarded while building the agent (§2.2 step 2): no agent, no session.
+                # Hermes calls it unguarded while building the agent (agent/agent_init.py:1899-1906): no agent, no session.
                 what = "raised" if out.fault.kind == "exception" else "did not return"
                 why = (f"update_model {what} at agent start ({out.fault.message}); Hermes cannot build the agent "
                        "with this engine, so the replay stops here.")
@@ -245,7 +245,7 @@ class Host:
         return False
 
     def _inject_tools(self, ev: Event, out: CallOutcome) -> None:
-        """Normalise and add engine tool schemas (§9): bare or wrapped, deduplicated by name."""
+        """Normalise and add engine tool schemas (agent/agent_init.py:1991-2025 of hermes-agent 0.19.0): bare or wrapped, deduplicated by name."""
         if not out.ok:
             return
         schemas = out.value
@@ -343,7 +343,7 @@ class Host:
             interrupted = not isinstance(exc, Exception) or type(exc).__name__ in ("LiveCancelled", "ReplayCancelled")
             if interrupted:  # an interrupted turn is still finalised
                 self._finish_turn(user, last_assistant, failed=False, interrupted=True, reason="interrupted")
-            else:  # a terminal provider failure returns early: no post_llm_call, no on_turn_complete (§2.10)
+            else:  # a terminal provider failure returns early: no post_llm_call, no on_turn_complete (docs/host-contract.md §2.10)
                 rec.note(f"the provider failed ({type(exc).__name__}); Hermes ends the turn early and skips "
                          "on_turn_complete")
             raise

@@ -104,7 +104,7 @@ class HookRecorder:
 
     def has(self, name: str) -> bool:
         """Whether the engine has ``name`` at all: Hermes checks before calling these, so an engine
-        that does not subclass ContextEngine and lacks one runs without it (§10.1)."""
+        that does not subclass ContextEngine and lacks one runs without it (plugins/context_engine/__init__.py:199 of hermes-agent 0.19.0)."""
         try:
             return callable(getattr(self.engine, name, None))
         except Exception:  # a __getattr__ that raises something else: treat as absent
