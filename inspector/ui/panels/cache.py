@@ -249,11 +249,11 @@ def beside_recorded(trace: Trace, req: Any) -> tuple[str, bool]:
     sim = f"simulated: read {c.read:,} · written {c.write:,} · hit {_pct(c.read, total)}"
     rec = req.recorded
     if not rec:
-        return sim + " · recorded: none for this request", False
+        return sim + "\nrecorded: none for this request (the transcript holds no usage for it)", False
     prompt = int(rec.get("prompt_tokens") or 0)
     read, write = int(rec.get("cache_read_tokens") or 0), int(rec.get("cache_write_tokens") or 0)
     one_hour = int(rec.get("cache_write_1h_tokens") or 0)
-    text = (f"{sim}  |  recorded (provider, transcript): read {read:,} · written {write:,} "
+    text = (f"{sim}\nrecorded (provider, transcript): read {read:,} · written {write:,} "
             f"(5m {write - one_hour:,} · 1h {one_hour:,}) · hit {_pct(read, prompt)}")
     same = (trace.meta.get("usage_model") or {}).get("same_request") or []
     if req.index < len(same) and not same[req.index]:
@@ -269,7 +269,7 @@ def beside_recorded(trace: Trace, req: Any) -> tuple[str, bool]:
 
 
 def run_totals(trace: Trace, *, short: bool = False) -> str:
-    """The run's recorded and simulated totals and the simulator's accuracy, in two labelled lines
+    """The run's recorded and simulated totals and the simulator's accuracy, in three labelled lines
     (``short``: the accuracy line alone, for a comparison's per-run strip)."""
     from inspector.cache.accuracy import accuracy, recorded_vs_simulated
 
@@ -278,7 +278,7 @@ def run_totals(trace: Trace, *, short: bool = False) -> str:
     if rec is None:
         return "Run: no recorded usage in the transcript, so the simulator's figures cannot be checked"
     totals = (f"Run recorded: read {rec['read']:,} · written {rec['write']:,} (5m {rec['write_5m']:,} · "
-              f"1h {rec['write_1h']:,}) · hit {_pct(rec['read'], rec['prompt'])}  |  simulated: read {sim['read']:,} · "
+              f"1h {rec['write_1h']:,}) · hit {_pct(rec['read'], rec['prompt'])}\nRun simulated: read {sim['read']:,} · "
               f"written {sim['write']:,} · hit {_pct(sim['read'], sim['prompt'])}")
     block = accuracy(trace)
     if short:
@@ -287,11 +287,10 @@ def run_totals(trace: Trace, *, short: bool = False) -> str:
         totals += "\n"
     if block is None:
         return totals + "Simulator accuracy: no request to compare (every request differs from the agent's)"
-    caught = (f"real misses caught {block['caught']} of {block['real_misses']}" if block["real_misses"]
-              else "no real miss")
-    return (totals + f"Simulator accuracy over {block['compared']:,} requests: hit-rate error mean "
-            f"{block['mean_error_points']:.2f} / p90 {block['p90_error_points']:.2f} points · {caught} · "
-            f"false alarms {block['false_alarms']} ({block['false_alarms_per_100']:.1f} per 100)")
+    caught = f"real misses caught {block['caught']}/{block['real_misses']}" if block["real_misses"] else "no real miss"
+    return (totals + f"Simulator accuracy ({block['compared']:,} requests): hit-rate error mean "
+            f"{block['mean_error_points']:.2f} / p90 {block['p90_error_points']:.2f} pt · {caught} · "
+            f"false alarms {block['false_alarms']} ({block['false_alarms_per_100']:.1f}/100)")
 
 
 def recorded_series(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -337,7 +336,7 @@ class RunCacheView(QWidget):
         self.title.setFixedWidth(min(220, self.title.fontMetrics().horizontalAdvance(label) + 16))
         self.title.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # TextLine ignores hints
         self.header = theme.readout_label(1)
-        self.recorded = theme.readout_label(1)  # the simulator's figures beside the provider's, this run's
+        self.recorded = theme.readout_label(2)  # the simulator's figures beside the provider's, this run's
         self.accuracy = theme.readout_label(1)  # this run's simulator accuracy against the transcript
         self.strip = CacheStrip()
         self.strip.setMinimumHeight(46)
@@ -404,8 +403,8 @@ class CachePanel(CompareAware, Panel):
     def __init__(self, cursor: Cursor, parent: QWidget | None = None) -> None:
         super().__init__(cursor, parent)
         self.header = theme.readout_label(1)
-        self.recorded = theme.readout_label(1)  # simulated beside the provider's recorded figures, this request
-        self.totals = theme.readout_label(2)  # the run's totals, recorded and simulated, and the accuracy
+        self.recorded = theme.readout_label(2)  # simulated beside the provider's recorded figures, this request
+        self.totals = theme.readout_label(3)  # the run's totals, recorded and simulated, and the accuracy
         self.strip = CacheStrip()
         self.reason = theme.readout_label(2)
         self.cause_button = QPushButton("Go to cause")

@@ -36,10 +36,10 @@ from inspector.ui.panels.base import Panel
 
 # every count says what it is (inspector.ui.explain): the tokenizer's and Hermes' rough count of what was sent
 _SERIES_NAMES = {"tiktoken": "sent · tokenizer", "rough": "sent · rough", "rough_chars": "sent · rough"}
-CALIBRATED_NAME = "sent · calibrated (head + ratio × tokenizer)"
-RECORDED_NAME = "recorded · provider-reported (transcript)"
+CALIBRATED_NAME = "sent · calibrated"  # the fitted head + ratio × the tokenizer count
+RECORDED_NAME = "recorded (provider)"  # prompt tokens the transcript recorded
 ENGINE_COMPACTION_NAME = "engine compacted"
-TRANSCRIPT_COMPACTION_NAME = "transcript compacted (original agent)"
+TRANSCRIPT_COMPACTION_NAME = "transcript compacted"  # where the original agent compacted
 
 
 class TimelinePanel(CompareAware, Panel):
@@ -345,8 +345,14 @@ def transcript_markers(plot: pg.PlotItem, xs: list[float], *, y_span: tuple[floa
 
 
 def marker_legend(legend: pg.LegendItem, *, engine: bool, transcript: bool) -> list[pg.PlotDataItem]:
-    """Legend rows for the marker kinds drawn (a line sample each; the items are never plotted)."""
-    keys = []
+    """Legend rows for the marker kinds drawn (a line sample each; the items are never plotted).
+
+    Only where the transcript compacted too: then two kinds of vertical line need telling apart;
+    otherwise every marker is the engine's, and the legend's room goes to the data.
+    """
+    keys: list[pg.PlotDataItem] = []
+    if not transcript:
+        return keys
     for shown, name, pen in ((engine, ENGINE_COMPACTION_NAME, pg.mkPen(theme.COMPRESS, width=1, style=Qt.PenStyle.DotLine)),
                              (transcript, TRANSCRIPT_COMPACTION_NAME,
                               pg.mkPen(theme.MARKER, width=2, style=Qt.PenStyle.DashLine))):
