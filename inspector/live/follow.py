@@ -19,6 +19,12 @@ a poll because writers pause between the pieces of one reply (Claude Code writes
 block of a message as its own line, Codex each response item): a reply that looks final after
 its first block may not be. A turn played on the quiet rule is noted in the trace.
 
+Usage is fed as a replay feeds it (``inspector.usage``, :mod:`inspector.host.calibration`): in
+the default ``calibrated`` mode the hidden head and tokenizer ratio are fitted on the recorded
+calls the source holds so far, and fitted again whenever more recorded calls arrive; each fit is
+a host note and the trace's ``meta.usage_model`` (with ``refits``, one row per fit) says what
+the engine was fed. Requests already played keep the usage they were fed.
+
 Each played turn is remembered by a digest of everything it fed the host (messages and usage).
 When a played turn no longer matches (the writer rewrote, truncated or replaced the file, or a
 turn played on the quiet rule grew), the trace notes it and the turns after the last one still
@@ -39,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inspector import __version__
+from inspector.host.calibration import UsageModel
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.replay import (
     engine_meta,
@@ -170,6 +177,10 @@ class Follower:
         self._rewritten_noted_at: int | None = None
         self._warned: set[str] = set()  # reader warnings already noted
         self._closed = False
+        self._usage: UsageModel | None = None
+        self._counter_used: Any = None
+        self._fitted_calls = -1  # recorded calls the usage model was last fitted on
+        self._refits: list[dict[str, Any]] = []
 
     # -- reading -----------------------------------------------------------------------------
     def _stat_fingerprint(self) -> tuple[Any, ...]:
@@ -248,9 +259,11 @@ class Follower:
             "host_differences": list(HOST_DIFFERENCES) + list(FOLLOW_DIFFERENCES),
             "mode": "follow",
         }
+        self._usage, self._counter_used = UsageModel(simulator=simulator), counter
         self.host = host_for(self.loaded, self.config, session_id=session_identifier(session),
                              system_prompt=session.system_prompt(), session_tools=session.tools, counter=counter,
-                             simulator=simulator, trace=Trace(meta=meta), model=model, session_clock=True)
+                             simulator=simulator, trace=Trace(meta=meta), model=model, session_clock=True,
+                             usage_model=self._usage)
         with activated(self.loaded):
             self.started = self.host.start()
         self.host.trace.finish()
@@ -280,6 +293,7 @@ class Follower:
         turns = session.turns
         calls = {c.message_index: c for c in session.api_calls}
         self._note_warnings(session)
+        self._refit(session)
         start, carried = self._first_new_turn(session, calls)
         complete = len(turns) - 1  # every turn but the last: a later one has begun
         quiet = self.quiet_for()
@@ -303,8 +317,37 @@ class Follower:
         if added:
             assert self.host is not None
             self.host.trace.meta["session"]["turns"] = self.played
+            self._record_usage()
             self.host.trace.finish()
         return added
+
+    def _refit(self, session: Session) -> None:
+        """The usage model fitted again when the source holds more recorded calls than at the last fit."""
+        assert self.host is not None and self._usage is not None
+        calls = sum(1 for c in session.api_calls if c.usage is not None and c.usage.prompt_tokens > 0
+                    and c.usage.source == "reported")
+        if calls == self._fitted_calls:
+            return
+        first = self._fitted_calls < 0
+        self._fitted_calls = calls
+        changed = self._usage.refit(self.config, session, self._counter_used)
+        cal = self._usage.calibration
+        row: dict[str, Any] = {"turns_played": self.played, "recorded_calls": calls, "mode": self._usage.mode,
+                               "hidden_tokens": cal.hidden_tokens if cal else None, "ratio": cal.ratio if cal else None}
+        if not (changed or first):
+            return
+        self._refits.append(row)
+        if cal is not None:
+            self.host.note(f"follow: usage {'calibrated' if first else 'calibration refitted'} on the {calls:,} recorded "
+                           f"call(s) seen so far: head {cal.hidden_tokens:,} tokens, ratio {cal.ratio:.2f} "
+                           f"({cal.method}); fitted again as calls arrive", **row)
+        else:
+            self.host.note(f"follow: usage {self._usage.mode} ({calls:,} recorded call(s) seen so far)", **row)
+        self._record_usage()
+
+    def _record_usage(self) -> None:
+        assert self.host is not None and self._usage is not None
+        self.host.trace.meta["usage_model"] = dict(self._usage.to_json(), refits=list(self._refits))
 
     def _first_new_turn(self, session: Session, calls: dict[int, ApiCall]) -> tuple[int, list[int]]:
         """The source's first turn not replayed yet, and messages of the turn before it still to feed.
