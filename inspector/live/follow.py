@@ -160,6 +160,10 @@ class Follower:
         self.engine = getattr(self.loaded, "engine", self.loaded)
         self._counter = counter
         self._simulator = simulator
+        self._usage: UsageModel | None = None  # as a replay feeds usage (inspector.host.calibration)
+        self._counter_used: Any = None
+        self._fitted_calls = -1  # recorded calls the usage model was last fitted on
+        self._refits: list[dict[str, Any]] = []
         self.host: Host | None = None
         self.started = False
         self.played = 0  # turns played
@@ -177,10 +181,6 @@ class Follower:
         self._rewritten_noted_at: int | None = None
         self._warned: set[str] = set()  # reader warnings already noted
         self._closed = False
-        self._usage: UsageModel | None = None
-        self._counter_used: Any = None
-        self._fitted_calls = -1  # recorded calls the usage model was last fitted on
-        self._refits: list[dict[str, Any]] = []
 
     # -- reading -----------------------------------------------------------------------------
     def _stat_fingerprint(self) -> tuple[Any, ...]:
@@ -217,6 +217,8 @@ class Follower:
             written = max((entry[1] / 1e9 for entry in stat if entry is not None), default=now)
             self._changed_at = min(now, written if previous is None else max(previous, written))
         self._stat, self._content, self._session = stat, content, session
+        if self.host is not None and self.started:
+            self._refit(session)  # the first fit is made with the host (_ensure_host)
         return session
 
     def quiet_for(self) -> float:
@@ -266,60 +268,10 @@ class Follower:
                              usage_model=self._usage)
         with activated(self.loaded):
             self.started = self.host.start()
+        if self.started:
+            self._refit(session)
         self.host.trace.finish()
         return self.started
-
-    @property
-    def trace(self) -> Trace | None:
-        return self.host.trace if self.host is not None else None
-
-    def snapshot(self) -> Trace | None:
-        return snapshot_trace(self.host.trace) if self.host is not None else None
-
-    # -- polling ----------------------------------------------------------------------------------
-    def poll(self) -> int:
-        """Read the source once and replay every newly completed turn; returns how many were added."""
-        if self._closed:
-            return 0
-        self.polls += 1
-        session = self._read()
-        if session is None or not session.turns:
-            return 0
-        if not self._ensure_host(session):
-            stopped = self.host.trace.meta.get("stopped") if self.host is not None else None
-            self._set_error(str(stopped or "the engine refused to start; see the trace"))
-            self.refused = True  # Hermes builds no agent with this engine: nothing more to follow
-            return 0
-        turns = session.turns
-        calls = {c.message_index: c for c in session.api_calls}
-        self._note_warnings(session)
-        self._refit(session)
-        start, carried = self._first_new_turn(session, calls)
-        complete = len(turns) - 1  # every turn but the last: a later one has begun
-        quiet = self.quiet_for()
-        settled = False
-        if turns[-1].ended:
-            complete = len(turns)
-        elif turn_is_final(session, turns[-1]) and quiet >= self.settle:
-            complete, settled = len(turns), True
-        added = 0
-        with activated(self.loaded):
-            for index in range(start, complete):
-                self._play(session, index, calls, carried if index == start else [], settled=settled)
-                self.played += 1
-                added += 1
-        if settled and start < len(turns):  # the last turn was among those played
-            assert self.host is not None
-            self.host.note(f"follow: this turn was replayed on the quiet rule: the source marks no end of turn and "
-                           f"had not changed for {quiet:.1f} s (settle period {self.settle:g} s); should the writer "
-                           f"add to it, it is replayed again", rule="quiet", quiet_seconds=round(quiet, 3),
-                           settle_seconds=self.settle)
-        if added:
-            assert self.host is not None
-            self.host.trace.meta["session"]["turns"] = self.played
-            self._record_usage()
-            self.host.trace.finish()
-        return added
 
     def _refit(self, session: Session) -> None:
         """The usage model fitted again when the source holds more recorded calls than at the last fit."""
@@ -346,8 +298,61 @@ class Follower:
         self._record_usage()
 
     def _record_usage(self) -> None:
-        assert self.host is not None and self._usage is not None
-        self.host.trace.meta["usage_model"] = dict(self._usage.to_json(), refits=list(self._refits))
+        """``meta.usage_model`` as of now: the mode, the latest fit, every fit so far and what each request was fed."""
+        if self.host is not None and self._usage is not None:
+            self.host.trace.meta["usage_model"] = dict(self._usage.to_json(), refits=list(self._refits))
+
+    @property
+    def trace(self) -> Trace | None:
+        self._record_usage()
+        return self.host.trace if self.host is not None else None
+
+    def snapshot(self) -> Trace | None:
+        trace = self.trace  # meta.usage_model as of now
+        return snapshot_trace(trace) if trace is not None else None
+
+    # -- polling ----------------------------------------------------------------------------------
+    def poll(self) -> int:
+        """Read the source once and replay every newly completed turn; returns how many were added."""
+        if self._closed:
+            return 0
+        self.polls += 1
+        session = self._read()
+        if session is None or not session.turns:
+            return 0
+        if not self._ensure_host(session):
+            stopped = self.host.trace.meta.get("stopped") if self.host is not None else None
+            self._set_error(str(stopped or "the engine refused to start; see the trace"))
+            self.refused = True  # Hermes builds no agent with this engine: nothing more to follow
+            return 0
+        turns = session.turns
+        calls = {c.message_index: c for c in session.api_calls}
+        self._note_warnings(session)
+        start, carried = self._first_new_turn(session, calls)
+        complete = len(turns) - 1  # every turn but the last: a later one has begun
+        quiet = self.quiet_for()
+        settled = False
+        if turns[-1].ended:
+            complete = len(turns)
+        elif turn_is_final(session, turns[-1]) and quiet >= self.settle:
+            complete, settled = len(turns), True
+        added = 0
+        with activated(self.loaded):
+            for index in range(start, complete):
+                self._play(session, index, calls, carried if index == start else [], settled=settled)
+                self.played += 1
+                added += 1
+        if settled and start < len(turns):  # the last turn was among those played
+            assert self.host is not None
+            self.host.note(f"follow: this turn was replayed on the quiet rule: the source marks no end of turn and "
+                           f"had not changed for {quiet:.1f} s (settle period {self.settle:g} s); should the writer "
+                           f"add to it, it is replayed again", rule="quiet", quiet_seconds=round(quiet, 3),
+                           settle_seconds=self.settle)
+        if added:
+            assert self.host is not None
+            self.host.trace.meta["session"]["turns"] = self.played
+            self.host.trace.finish()
+        return added
 
     def _first_new_turn(self, session: Session, calls: dict[int, ApiCall]) -> tuple[int, list[int]]:
         """The source's first turn not replayed yet, and messages of the turn before it still to feed.
