@@ -19,17 +19,17 @@ a poll because writers pause between the pieces of one reply (Claude Code writes
 block of a message as its own line, Codex each response item): a reply that looks final after
 its first block may not be. A turn played on the quiet rule is noted in the trace.
 
-Usage is fed as a replay feeds it (``inspector.usage``, :mod:`inspector.host.calibration`): in
-the default ``calibrated`` mode the hidden head and tokenizer ratio are fitted on the recorded
-calls the source holds so far, and fitted again whenever more recorded calls arrive; each fit is
-a host note and the trace's ``meta.usage_model`` (with ``refits``, one row per fit) says what
-the engine was fed. Requests already played keep the usage they were fed.
-
 Each played turn is remembered by a digest of everything it fed the host (messages and usage).
 When a played turn no longer matches (the writer rewrote, truncated or replaced the file, or a
 turn played on the quiet rule grew), the trace notes it and the turns after the last one still
 matching are played as new. Messages added to a turn after the source marked it ended are fed
 with the next turn.
+
+Usage is fed as a replay feeds it (``inspector.usage``, :mod:`inspector.host.calibration`): in
+the default ``calibrated`` mode the hidden head and tokenizer ratio are fitted on the recorded
+calls the source holds so far, and fitted again whenever more recorded calls arrive; each fit is
+a host note and the trace's ``meta.usage_model`` (with ``refits``, one row per fit) says what
+the engine was fed. Requests already played keep the usage they were fed.
 """
 
 from __future__ import annotations

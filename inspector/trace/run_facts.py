@@ -150,3 +150,18 @@ def brief(trace: Any) -> Fact:
         text += " · an engine of the same name was shadowed"
         level = WARN
     return Fact("run", text, level)
+
+
+# What the engine's usage was for a request (meta.usage_model.fed_per_request), in the window's
+# count vocabulary (inspector/ui/explain.py: "simulated", "provider-reported").
+FED_WORDS = {"tokenizer": "simulated", "calibrated": "calibrated", "recorded": "recorded", "provider": "provider-reported"}
+
+
+def fed_kind(trace: Any, request: int | None, default: str) -> str:
+    """What the usage the engine got for request ``request`` was: simulated, calibrated (our count
+    in the provider's units), recorded (the transcript's) or provider-reported (live); ``default``
+    for a trace that does not say (saved before usage was recorded per request)."""
+    fed = (trace.meta.get("usage_model") or {}).get("fed_per_request") or []
+    if request is not None and 0 <= request < len(fed):
+        return FED_WORDS.get(str(fed[request]), str(fed[request]))
+    return default

@@ -62,19 +62,6 @@ def usage_kind(trace: Trace) -> str:
     return PROVIDER if is_live(trace) else SIMULATED
 
 
-# what the engine's usage was, per request (meta.usage_model.fed_per_request, inspector/host/calibration.py)
-FED_WORDS = {"tokenizer": SIMULATED, "calibrated": "calibrated", "recorded": "recorded", "provider": PROVIDER}
-
-
-def fed_kind(trace: Trace, request: int | None) -> str:
-    """What the usage the engine got for request ``request`` was: simulated, calibrated (our count in
-    the provider's units), recorded (the transcript's) or provider-reported (live)."""
-    fed = (trace.meta.get("usage_model") or {}).get("fed_per_request") or []
-    if request is not None and 0 <= request < len(fed):
-        return FED_WORDS.get(str(fed[request]), str(fed[request]))
-    return usage_kind(trace)
-
-
 def describe_value(trace: Trace, value: Any, limit: int = 120) -> str:
     """An argument or result in words: message lists by size and tokens, messages by role and text."""
     if isinstance(value, dict):

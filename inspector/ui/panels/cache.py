@@ -24,11 +24,12 @@ from PySide6.QtGui import QColor, QFont, QHelpEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from inspector.trace.model import Trace
+from inspector.trace.run_facts import fed_kind
 from inspector.ui import plots, theme
 from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
 from inspector.ui.derive import TraceFigures, figures, message_preview
-from inspector.ui.explain import SIMULATED, fed_kind
+from inspector.ui.explain import SIMULATED, usage_kind
 from inspector.ui.panels.base import Panel
 
 _MINI_PLOT_HEIGHT = 60
@@ -383,7 +384,7 @@ class RunCacheView(QWidget):
             self.cause_button.setEnabled(False)
             return
         self.strip.set_request(*strip_args(trace, req))
-        self.header.setText(request_summary(req, fed_kind(trace, req.index))
+        self.header.setText(request_summary(req, fed_kind(trace, req.index, usage_kind(trace)))
                             + ("" if exact else " · no request at this row: its latest"))
         text, disagree = beside_recorded(trace, req)
         self.recorded.setText(text)
@@ -629,7 +630,7 @@ class CachePanel(CompareAware, Panel):
         self._shown_request = req.index
         c = req.cache
         self.strip.set_request(*strip_args(trace, req))
-        self.header.setText(request_summary(req, fed_kind(trace, req.index)))
+        self.header.setText(request_summary(req, fed_kind(trace, req.index, usage_kind(trace))))
         text, disagree = beside_recorded(trace, req)
         self.recorded.setText(text)
         self.recorded.set_colours(theme.FAULT if disagree else None)

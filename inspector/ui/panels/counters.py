@@ -12,11 +12,12 @@ from PySide6.QtWidgets import QGridLayout, QSizePolicy, QVBoxLayout, QWidget
 
 from inspector.trace import model as tm
 from inspector.trace.model import Trace
+from inspector.trace.run_facts import fed_kind
 from inspector.trace.summary import is_committed_compression
 from inspector.ui import theme
 from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
-from inspector.ui.explain import fed_kind
+from inspector.ui.explain import usage_kind
 from inspector.ui.panels.base import Panel
 
 ROWS = (
@@ -308,7 +309,7 @@ class CountersPanel(CompareAware, Panel):
             where += f" · figures of request #{req.index} (turn {req.turn}): this turn has sent nothing yet"
         elif req is not None:
             where += f" · request #{req.index}"
-        where += f" · {fed_kind(trace, req.index if req is not None else None)} usage"
+        where += f" · {fed_kind(trace, req.index if req is not None else None, usage_kind(trace))} usage"
         self.where.setText(where)
         for name, _text in ROWS:
             value = state.get(name, 0)
