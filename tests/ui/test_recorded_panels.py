@@ -186,6 +186,10 @@ def test_each_run_of_a_comparison_has_its_own_recorded_line_and_accuracy(shown, 
     assert "for the agent's request, which this one is not" in second.recorded.text()
     assert re.search(r"error mean [\d.]+ / p90", first.accuracy.text())
     assert "no request to compare" in second.accuracy.text()
+    names = [label.text for _s, label in panel.run_legend.items]
+    assert "recorded hit % (calibrated&#x27;s rows)" in names or "recorded hit % (calibrated's rows)" in names
+    _x, read = panel.run_items[len(view.runs) + 1].getData()  # after the hit lines and the band: simulated read
+    assert list(read) == [float(r.cache.read) for r in recorded_trace.requests], "the simulator's read, not the usage"
 
 
 # -- what the run was -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ the agent's own (``inspector/cache/accuracy.py``). In a comparison each run's st
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from typing import Any, overload
 
@@ -294,6 +295,16 @@ def run_totals(trace: Trace, *, short: bool = False) -> str:
             f"false alarms {block['false_alarms']} ({block['false_alarms_per_100']:.1f}/100)")
 
 
+def _recorded_hit(_trace: Trace, req: Any) -> float:
+    rec = req.recorded or {}
+    prompt = rec.get("prompt_tokens") or 0
+    return float(rec.get("cache_read_tokens") or 0) / prompt * 100 if prompt else np.nan
+
+
+def _simulated_read(_trace: Trace, req: Any) -> float:
+    return float(req.cache.read)
+
+
 def recorded_series(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per request: the recorded hit %, cache read and cache written (NaN where none was recorded)."""
     def column(key: str) -> np.ndarray:
@@ -500,9 +511,22 @@ class CachePanel(CompareAware, Panel):
             c.setData([], [])
         self._name_hit_curves(False)
         self.run_items = plots.overlay_runs(self.hit_plot, view, view.hit_rate(), legend=self.run_legend)
-        self.run_items += plots.overlay_runs(self.tok_plot, view, view.series("cache_read"))
+        # the transcript's own hit rate on the primary run's rows (the same calls for every run that
+        # sent the agent's requests): a band under the runs' lines
+        recorded = view.series(_recorded_hit, "recorded_hit")[view.primary]
+        if np.isfinite(recorded).any():
+            # pyqtgraph renders legend names as rich text: a run's label is the user's text
+            band = plots.curve(self.hit_plot, theme.RECORDED,
+                               html.escape(f"recorded hit % ({view.label(view.primary)}'s rows)"))
+            band.setPen(plots.recorded_pen())
+            band.setZValue(-1)
+            plots.set_xy(band, np.arange(recorded.shape[0], dtype=np.float64), recorded)
+            self.run_legend.addItem(band, band.name())
+            self.run_items.append(band)
+        # the simulator's read (a run's usage may be the transcript's where its request is the agent's)
+        self.run_items += plots.overlay_runs(self.tok_plot, view, view.series(_simulated_read, "simulated_read"))
         self.run_items += plots.overlay_runs(self.cost_plot, view, view.series("cost"))
-        self.tok_plot.setLabel("left", "read", color=theme.PLOT_FG)  # cached tokens read, per run
+        self.tok_plot.setLabel("left", "sim. read", color=theme.PLOT_FG)  # cached tokens read, per run
         self.hit_plot.setYRange(0, 100, padding=0.05)
         self.hit_plot.setXRange(-0.5, max(1, view.row_count) - 0.5, padding=0.01)
         self.cost_plot.setLabel("bottom", "aligned request (turn, call)", color=theme.PLOT_FG)

@@ -216,8 +216,8 @@ class TimelinePanel(CompareAware, Panel):
         self.legend.fit(self.plot_widget.height(), self.plot_widget.width())
         self.plot.setXRange(-0.5, max(1, view.row_count) - 0.5, padding=0.01)
         self._fit_y([*self._run_prompt, *self._run_recorded, *gate_y], list(thresholds))
-        self.plot.setLabel("bottom", "aligned request (turn, call) · sent tokens (tokenizer); points: what each "
-                           "gate tested", color=theme.PLOT_FG)
+        self.plot.setLabel("bottom", "aligned request (turn, call) · lines: the prompt tokens each engine was given "
+                           "(usage); bands: recorded; points: what each gate tested", color=theme.PLOT_FG)
 
     def _render_compare_cursor(self, k: int) -> None:
         view = self.compare
