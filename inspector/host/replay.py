@@ -331,8 +331,8 @@ def is_builtin_engine(loaded: Any, engine: Any) -> bool:
 
 def builtin_for_transcript(loaded: Any, config: dict[str, Any]) -> Any:
     """The built-in compressor as Hermes' agent builds it for this session: with the agent's model
-    and window (``ContextCompressor(model=…, config_context_length=…)`` in ``AIAgent.__init__``,
-    run_agent.py of hermes-agent 0.19.0), which here are the transcript's (``settle``).
+    and window (``ContextCompressor(model=…, config_context_length=…)``, agent/agent_init.py:1910
+    of hermes-agent 0.19.0), which here are the transcript's (``settle``).
 
     An engine loaded before the session was read (a worker starts loading at once; a caller loads
     with its own config) was built for the config's default model; Hermes never calls
