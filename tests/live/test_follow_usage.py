@@ -89,3 +89,28 @@ def test_follow_keeps_the_usage_mode_the_config_names(tmp_path: Path) -> None:
     recorded = [r.recorded["prompt_tokens"] for r in follower.trace.requests]
     assert [r.usage["prompt_tokens"] for r in follower.trace.requests] != recorded, "our own count, not the recorded one"
     follower.close()
+
+
+def test_a_follow_in_a_worker_shows_the_usage_fit_while_it_goes(tmp_path: Path) -> None:
+    import threading
+
+    from inspector.worker.commands import follow_in_worker
+
+    log = CodexLog(tmp_path / "rollout.jsonl")
+    _turn(log, 0)
+    seen: list[dict] = []
+    stop = threading.Event()
+
+    def on_frame(worker, frame) -> None:  # noqa: ANN001 - a Worker and its frame
+        if frame.get("type") == "update" and worker.assembler is not None:
+            seen.append(worker.assembler.trace.meta.get("usage_model") or {})
+            if len(seen) < 3:
+                _turn(log, len(seen))  # the agent goes on while the follow shows what it has
+            else:
+                stop.set()
+
+    job = {"source": str(log.path), "engine": "compressor", "interval": 0.05, "settle": 0.5, "max_seconds": 30}
+    outcome = follow_in_worker(job, load_config(None), stop=stop, on_frame=on_frame)
+    assert outcome.trace is not None and len(seen) == 3, "an update per turn while following"
+    assert [um["calibration"]["calls"] for um in seen] == [1, 2, 3], "each update has the fit as of its poll"
+    assert [len(um["fed_per_request"]) for um in seen] == [1, 2, 3]
