@@ -118,9 +118,13 @@ def threshold_crossing(trace: Any) -> dict[str, Any] | None:
 
     first_cross = None
     threshold = None
+    highest = (0, None)  # the recorded prompt's peak and its request: how far from the threshold it stayed
     for r in trace.requests:
         threshold = trace.state_at(r.event).get("threshold_tokens")
-        if r.recorded and threshold and (r.recorded.get("prompt_tokens") or 0) >= threshold:
+        prompt = (r.recorded or {}).get("prompt_tokens") or 0
+        if prompt > highest[0]:
+            highest = (prompt, r.index)
+        if r.recorded and threshold and prompt >= threshold:
             first_cross = r.index
             break
     if not any(r.recorded for r in trace.requests):
@@ -131,6 +135,7 @@ def threshold_crossing(trace: Any) -> dict[str, Any] | None:
             compacted = next((r.index for r in trace.requests if r.event > ev.index), len(trace.requests))
             break
     return {"threshold": threshold, "recorded_crossed_at": first_cross, "engine_compacted_before": compacted,
+            "recorded_peak": highest[0], "recorded_peak_at": highest[1],
             "delta": (compacted - first_cross) if first_cross is not None and compacted is not None else None}
 
 
@@ -138,8 +143,12 @@ def describe_crossing(block: dict[str, Any] | None) -> str:
     if block is None:
         return ""
     rec, eng = block["recorded_crossed_at"], block["engine_compacted_before"]
-    said = f"recorded usage first reached the threshold ({block['threshold'] or 0:,}) at request {rec}" if rec is not None \
-        else "recorded usage never reached the threshold"
+    if rec is not None:
+        said = f"recorded usage first reached the threshold ({block['threshold'] or 0:,}) at request {rec}"
+    else:
+        said = f"recorded usage never reached the threshold ({block['threshold'] or 0:,})"
+        if block.get("recorded_peak_at") is not None:
+            said += f"; its highest was {block['recorded_peak']:,} at request {block['recorded_peak_at']}"
     said += f"; the engine first compacted before request {eng}" if eng is not None else "; the engine never compacted"
     if block["delta"] is not None:
         said += f" ({block['delta']:+d} requests)"

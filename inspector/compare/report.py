@@ -265,6 +265,29 @@ def _assumed_model(run: RunResult, transcript_model: str) -> tuple[str, str | No
     return cell, sentence
 
 
+def _run_host(run: RunResult) -> tuple[str, str, list[str]]:
+    """The host profile cell, the settings-assumed cell (window, cache profile, TTL: the model has its
+    own column) and sentences for a Hermes fallback and a shadowed engine
+    (:mod:`inspector.trace.run_facts`; the window's Run tab says the same)."""
+    from inspector.host.transcript_defaults import describe
+    from inspector.trace.run_facts import engine_fallback, host_profile, shadowing
+
+    if run.trace is None:
+        return '<span class="muted">no trace</span>', "", []
+    who = f"<strong>{_e(run.label)}</strong>"
+    notes = []
+    fallback = engine_fallback(run.trace)
+    if fallback:
+        notes.append(f'<p><span class="warn">Engine fallback:</span> {who}: {_e(fallback)}.</p>')
+    notes += [f'<p><span class="warn">Shadowed:</span> {who}: {_e(text)}.</p>' for text in shadowing(run.trace)]
+    chosen = {k: v for k, v in (run.trace.meta.get("assumed") or {}).items() if k != "model"}
+    settings_cell = (_e(describe(chosen).removeprefix("replay settings: ")) if chosen else
+                     '<span class="muted">not recorded</span>')
+    profile = host_profile(run.trace)
+    cell = _e(profile) if "host_profile" in run.trace.meta else f'<span class="muted">{_e(profile)}</span>'
+    return cell, settings_cell, notes
+
+
 def _section_runs(comparison: Comparison) -> str:
     rows, notes = [], []
     transcript_model = str((comparison.session or {}).get("model") or "")
@@ -273,22 +296,29 @@ def _section_runs(comparison: Comparison) -> str:
         model, note = _assumed_model(run, transcript_model)
         if note:
             notes.append(note)
+        profile, settings, said = _run_host(run)
+        notes += said
         rows.append(f'<tr><td><span class="sw" style="background:{_color(i)}"></span>{_e(run.label)}</td>'
-                    f'<td>{_e(run.spec.describe())}</td><td class="l">{model}</td><td>{status}</td>'
-                    f"<td>{run.seconds:.2f}</td></tr>")
+                    f'<td>{_e(run.spec.describe())}</td><td class="l">{model}</td><td class="l">{settings}</td>'
+                    f"<td>{profile}</td><td>{status}</td><td>{run.seconds:.2f}</td></tr>")
     return ('<h2>Runs</h2><table><thead><tr><th>run</th><th>engine spec</th><th class="l">model assumed</th>'
-            "<th>status</th><th>wall time (s)</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
-            + "".join(notes))
+            '<th class="l">settings assumed</th><th>host profile</th><th>status</th><th>wall time (s)</th></tr>'
+            "</thead><tbody>" + "".join(rows)
+            + "</tbody></table>" + "".join(notes))
 
 
 def _section_cache_truth(comparison: Comparison) -> str:
     """Recorded cache figures beside the simulator's, and its accuracy, per run (when recorded)."""
     from inspector.cache.accuracy import accuracy, recorded_vs_simulated
+    from inspector.trace.run_facts import usage
 
-    rows = []
+    rows, fits = [], []
     for i, run in enumerate(comparison.runs):
         if run.trace is None:
             continue
+        fed = usage(run.trace)
+        if fed:  # the mode and the calibration's fitted numbers and method
+            fits.append(f'<p class="muted"><strong>{_e(run.label)}</strong>: {_e(fed)}</p>')
         both = recorded_vs_simulated(run.trace)
         rec, sim = both["recorded"], both["simulated"]
         if rec is None:
@@ -313,7 +343,7 @@ def _section_cache_truth(comparison: Comparison) -> str:
             "<th>hit rate recorded</th><th>hit rate simulated</th><th>read recorded</th><th>read simulated</th>"
             "<th>written recorded</th><th>written simulated</th><th>hit-rate error mean / p90 (points)</th>"
             "<th>real misses caught</th><th>false alarms (per 100)</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")
+            + "".join(rows) + "</tbody></table>" + "".join(fits))
 
 
 def _section_table(comparison: Comparison) -> str:

@@ -230,7 +230,8 @@ class UsageModel:
         if cal is None:
             return tools_key, tools_tokens, block_tokens
         version = bisect.bisect_left(self._head_changes, source_index) if source_index is not None else 0
-        key = f"{tools_key}+hidden:{cal.hidden_tokens}:v{version}"
+        # The head's identity, not its fitted size: a refit (follow mode) changes the estimate, not the prefix.
+        key = f"{tools_key}+hidden:v{version}"
         if cal.warm_tokens and key not in self._warm_keys and self._simulator is not None:
             keep = getattr(self._simulator, "keep_warm", None)
             if callable(keep):
@@ -260,6 +261,15 @@ class UsageModel:
                      cache_read_tokens=read, cache_write_tokens=write, cache_write_1h_tokens=min(write_1h, write),
                      source="calibrated" if self.calibration else "synthesised")
 
+    def refit(self, config: dict[str, Any], session: Session, counter: Any) -> bool:
+        """Fit again on the calls ``session`` holds now (follow mode: the source grows as the agent
+        works); True when the mode or the fitted numbers changed. Requests already fed keep what
+        they were fed; the ones after use the new fit."""
+        mode, cal, same, changes = _fitted(config, session, counter)
+        before = (self.mode, self.calibration.to_json() if self.calibration else None)
+        self.mode, self.calibration, self._same, self._head_changes = mode, cal, same, changes
+        return (mode, cal.to_json() if cal else None) != before
+
     def to_json(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
         for kind in self.fed:
@@ -278,12 +288,19 @@ def usage_mode(config: dict[str, Any], session: Session) -> str:
     return str(chosen)
 
 
-def usage_model_for(config: dict[str, Any], session: Session, counter: Any, simulator: Any = None) -> UsageModel:
-    """The usage model a replay of ``session`` uses (fitting the calibration when it needs one)."""
+def _fitted(config: dict[str, Any], session: Session,
+            counter: Any) -> tuple[str, Calibration | None, dict[int, int], list[int]]:
+    """(mode in effect, calibration, the calls a replay sends as the agent did, head changes) for ``session``."""
     mode = usage_mode(config, session)
     if not has_recorded_usage(session):
-        return UsageModel("tokenizer" if mode == "calibrated" else mode)
+        return ("tokenizer" if mode == "calibrated" else mode), None, {}, []
     sent, same = request_counts(session, counter)
     cal = fit(session, counter, sent) if mode == "calibrated" else None
     changes = [i for i, m in enumerate(session.messages) if (m.get("x_flags") or {}).get("tools_changed")]
-    return UsageModel(mode if cal is not None or mode != "calibrated" else "tokenizer", cal, same, simulator, changes)
+    return (mode if cal is not None or mode != "calibrated" else "tokenizer"), cal, same, changes
+
+
+def usage_model_for(config: dict[str, Any], session: Session, counter: Any, simulator: Any = None) -> UsageModel:
+    """The usage model a replay of ``session`` uses (fitting the calibration when it needs one)."""
+    mode, cal, same, changes = _fitted(config, session, counter)
+    return UsageModel(mode, cal, same, simulator, changes)

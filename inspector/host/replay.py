@@ -331,6 +331,32 @@ def is_builtin_engine(loaded: Any, engine: Any) -> bool:
     return _engine_name(engine) == "compressor" and type(engine).__module__.startswith("inspector.")
 
 
+def builtin_for_transcript(loaded: Any, config: dict[str, Any]) -> Any:
+    """The built-in compressor as Hermes' agent builds it for this session: with the agent's model
+    and window (``ContextCompressor(model=…, config_context_length=…)``, agent/agent_init.py:1910
+    of hermes-agent 0.19.0), which here are the transcript's (``settle``).
+
+    An engine loaded before the session was read (a worker starts loading at once; a caller loads
+    with its own config) was built for the config's default model; Hermes never calls
+    ``update_model`` on the built-in at start, so it would keep that window. Rebuilt from the
+    settled config when its model or window differ (``loaded.engine`` follows). Any other engine is
+    returned as it is: a plugin learns the window from the host's ``update_model`` at start, and a
+    bare engine (not a loading) was built by the caller as they meant it.
+    """
+    engine = getattr(loaded, "engine", loaded)
+    if (engine is loaded or getattr(getattr(loaded, "info", None), "source", "") != "built-in"
+            or not type(engine).__module__.startswith("inspector.")):
+        return engine
+    from inspector.engines.loading import build_builtin_compressor
+
+    fresh = build_builtin_compressor(config)
+    if (getattr(fresh, "model", None), getattr(fresh, "context_length", None)) == (
+            getattr(engine, "model", None), getattr(engine, "context_length", None)):
+        return engine
+    loaded.engine = fresh
+    return fresh
+
+
 def host_for(loaded: Any, config: dict[str, Any], **kwargs: Any) -> Host:
     """The one way replay, follow and live build a host for a loaded engine (a LoadedEngine or a bare one).
 
@@ -380,7 +406,7 @@ def replay(
     from inspector.host.transcript_defaults import settle
 
     config = settle(config, session)  # the transcript's model, window and cache profile unless the user set them
-    engine = getattr(loaded, "engine", loaded)
+    engine = builtin_for_transcript(loaded, config)
     model = None  # the host reads the settled config's model.default
     counter = counter or make_counter(config)
     host_model = str((config.get("model") or {}).get("default") or "")

@@ -2,7 +2,8 @@
 
 Prints one line per newly replayed turn (prompt tokens the engine's request had, the engine's
 compression count, the simulated cache read and, when the source recorded usage, the real
-figures beside them), so a running Hermes session can be watched from a terminal.
+figures beside them), so a running Hermes session can be watched from a terminal. Each time the
+usage calibration is fitted again on the recorded calls seen so far, stderr says so.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def _follow(args: argparse.Namespace, config: dict[str, Any], out: TextIO) -> in
     job = {"source": args.source, "engine": args.engine, "plugin_dirs": plugin_dirs, "format": args.format,
            "session_id": args.session_id, "interval": args.interval, "settle": args.settle,
            "max_seconds": args.max_seconds}
-    printed = {"turns": 0, "played": 0, "refused": False}
+    printed = {"turns": 0, "played": 0, "refused": False, "events": 0}
 
     def on_frame(worker: Worker, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
@@ -118,6 +119,10 @@ def _follow(args: argparse.Namespace, config: dict[str, Any], out: TextIO) -> in
         elif kind == "update" and worker.assembler is not None:
             trace = worker.assembler.trace
             added = int(frame.get("added") or 0)
+            for ev in trace.events[printed["events"]:]:  # the follower's usage fits (inspector.live.follow)
+                if ev.note and ev.note.startswith("follow: usage"):
+                    print(printable(ev.note.removeprefix("follow: ")), file=sys.stderr, flush=True)
+            printed["events"] = len(trace.events)
             for turn in range(printed["turns"], printed["turns"] + added):
                 print(turn_line(trace, turn), file=out, flush=True)
             printed["turns"] += added

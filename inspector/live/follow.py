@@ -32,6 +32,12 @@ When a played turn no longer matches (the writer rewrote, truncated or replaced 
 turn played on the quiet rule grew), the trace notes it and the turns after the last one still
 matching are played as new. Messages added to a turn after the source marked it ended are fed
 with the next turn.
+
+Usage is fed as a replay feeds it (``inspector.usage``, :mod:`inspector.host.calibration`): in
+the default ``calibrated`` mode the hidden head and tokenizer ratio are fitted on the recorded
+calls the source holds so far, and fitted again whenever more recorded calls arrive; each fit is
+a host note and the trace's ``meta.usage_model`` (with ``refits``, one row per fit) says what
+the engine was fed. Requests already played keep the usage they were fed.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inspector import __version__
+from inspector.host.calibration import UsageModel
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.replay import (
     INTERRUPT_CLOSING,
@@ -264,6 +271,10 @@ class Follower:
         self.engine = getattr(self.loaded, "engine", self.loaded)
         self._counter = counter
         self._simulator = simulator
+        self._usage: UsageModel | None = None  # as a replay feeds usage (inspector.host.calibration)
+        self._counter_used: Any = None
+        self._fitted_calls = -1  # recorded calls the usage model was last fitted on
+        self._refits: list[dict[str, Any]] = []
         self.host: Host | None = None
         self.started = False
         self.played = 0  # turns played
@@ -320,6 +331,8 @@ class Follower:
             written = max((entry[1] / 1e9 for entry in stat if entry is not None), default=now)
             self._changed_at = min(now, written if previous is None else max(previous, written))
         self._stat, self._content, self._session = stat, content, session
+        if self.host is not None and self.started:
+            self._refit(session)  # the first fit is made with the host (_ensure_host)
         return session
 
     def quiet_for(self) -> float:
@@ -362,20 +375,55 @@ class Follower:
             "host_differences": list(HOST_DIFFERENCES) + list(FOLLOW_DIFFERENCES),
             "mode": "follow",
         }
+        self._usage, self._counter_used = UsageModel(simulator=simulator), counter
         self.host = host_for(self.loaded, self.config, session_id=session_identifier(session),
                              system_prompt=session.system_prompt(), session_tools=session.tools, counter=counter,
-                             simulator=simulator, trace=Trace(meta=meta), model=model, session_clock=True)
+                             simulator=simulator, trace=Trace(meta=meta), model=model, session_clock=True,
+                             usage_model=self._usage)
         with activated(self.loaded):
             self.started = self.host.start()
+        if self.started:
+            self._refit(session)
         self.host.trace.finish()
         return self.started
 
+    def _refit(self, session: Session) -> None:
+        """The usage model fitted again when the source holds more recorded calls than at the last fit."""
+        assert self.host is not None and self._usage is not None
+        calls = sum(1 for c in session.api_calls if c.usage is not None and c.usage.prompt_tokens > 0
+                    and c.usage.source == "reported")
+        if calls == self._fitted_calls:
+            return
+        first = self._fitted_calls < 0
+        self._fitted_calls = calls
+        changed = self._usage.refit(self.config, session, self._counter_used)
+        cal = self._usage.calibration
+        row: dict[str, Any] = {"turns_played": self.played, "recorded_calls": calls, "mode": self._usage.mode,
+                               "hidden_tokens": cal.hidden_tokens if cal else None, "ratio": cal.ratio if cal else None}
+        if not (changed or first):
+            return
+        self._refits.append(row)
+        if cal is not None:
+            self.host.note(f"follow: usage {'calibrated' if first else 'calibration refitted'} on the {calls:,} recorded "
+                           f"call(s) seen so far: head {cal.hidden_tokens:,} tokens, ratio {cal.ratio:.2f} "
+                           f"({cal.method}); fitted again as calls arrive", **row)
+        else:
+            self.host.note(f"follow: usage {self._usage.mode} ({calls:,} recorded call(s) seen so far)", **row)
+        self._record_usage()
+
+    def _record_usage(self) -> None:
+        """``meta.usage_model`` as of now: the mode, the latest fit, every fit so far and what each request was fed."""
+        if self.host is not None and self._usage is not None:
+            self.host.trace.meta["usage_model"] = dict(self._usage.to_json(), refits=list(self._refits))
+
     @property
     def trace(self) -> Trace | None:
+        self._record_usage()
         return self.host.trace if self.host is not None else None
 
     def snapshot(self) -> Trace | None:
-        return snapshot_trace(self.host.trace) if self.host is not None else None
+        trace = self.trace  # meta.usage_model as of now
+        return snapshot_trace(trace) if trace is not None else None
 
     # -- polling ----------------------------------------------------------------------------------
     def poll(self) -> int:

@@ -357,6 +357,48 @@ def figures(trace: Trace) -> TraceFigures:
     return built
 
 
+def calibration(trace: Trace) -> dict[str, Any] | None:
+    """The fitted relation between our count and the provider's (``meta.usage_model.calibration``), if any."""
+    cal = (trace.meta.get("usage_model") or {}).get("calibration")
+    return cal if isinstance(cal, dict) and "hidden_tokens" in cal and "ratio" in cal else None
+
+
+def calibrated_prompt(trace: Trace, fig: TraceFigures) -> np.ndarray | None:
+    """Each request's tokenizer count in the provider's units (the fitted head + ratio × ours), as
+    the host counts it for the window check and feeds it where the request is not the agent's
+    (``Calibration.provider_tokens`` in inspector/host/calibration.py); None without a calibration."""
+    cal = calibration(trace)
+    ours = fig.prompt.get("tiktoken")
+    if cal is None or ours is None:
+        return None
+    return np.round(float(cal["hidden_tokens"]) + float(cal["ratio"]) * ours)
+
+
+@dataclass(frozen=True)
+class TranscriptCompaction:
+    """Where the original agent compacted (a marker event), on the request axis."""
+
+    event: int
+    x: float  # between the request before it and the one after
+    kind: str
+    tokens_before: int | None
+
+
+def transcript_compactions(trace: Trace) -> list[TranscriptCompaction]:
+    """The transcript's own compactions (the host's marker events, inspector/host/replay.py ``_marker``)."""
+    out = []
+    for ev in trace.events:
+        if ev.kind != tm.EV_MARKER or not isinstance(ev.args, dict):
+            continue
+        before = ev.args.get("before_request")
+        if not isinstance(before, int):
+            continue
+        tokens = ev.args.get("tokens_before")
+        out.append(TranscriptCompaction(ev.index, before - 0.5, str(ev.args.get("kind") or "compaction"),
+                                        tokens if isinstance(tokens, int) else None))
+    return out
+
+
 # -- event labels (event list and its text filter) -----------------------------------------
 def event_label(trace: Trace, ev: Event) -> str:
     """One line describing an event, in the words the event list shows and the filter searches."""

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF, Qt
-from PySide6.QtGui import QPainterPath, QPixmapCache
+from PySide6.QtGui import QColor, QPainterPath, QPen, QPixmapCache
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsLineItem, QMenu, QWidget
 
 from inspector.ui import theme
@@ -172,6 +172,15 @@ def curve(plot: pg.PlotItem, colour: str, name: str | None = None, *, dashed: bo
     item.curve.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
     plot.addItem(item)
     return item
+
+
+def recorded_pen(colour: str = theme.RECORDED) -> QPen:
+    """The pen of a figure the provider recorded: a wide translucent band drawn under the estimates
+    (give the item a z below 0), so where the two agree the estimate runs inside the band and where
+    they differ both show."""
+    c = QColor(colour)
+    c.setAlpha(110)
+    return pg.mkPen(c, width=5)
 
 
 def set_xy(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:

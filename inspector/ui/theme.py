@@ -43,6 +43,7 @@ TOOL = "#ef6c00"
 LIFECYCLE = "#6d4c41"
 NOTE = "#757575"
 MARKER = "#c2185b"
+RECORDED = "#263238"  # the provider's own figures, recorded in the transcript (plots.recorded_pen)
 BOOKMARK = "#f9a825"
 
 CACHE_READ = "#43a047"

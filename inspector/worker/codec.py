@@ -37,6 +37,7 @@ def session_to_json(session: Session) -> dict[str, Any]:
         "source_path": session.source_path, "tools": session.tools, "meta": session.meta,
         "warnings": session.warnings, "children": [session_to_json(c) for c in session.children],
         "aggregate_usage": _usage(session.aggregate_usage),
+        "context_window": session.context_window,  # the transcript's window: a replay's default (settle)
     }
 
 
@@ -54,6 +55,7 @@ def session_from_json(data: dict[str, Any]) -> Session:
         warnings=list(data.get("warnings") or []),
         children=[session_from_json(c) for c in data.get("children") or []],
         aggregate_usage=usage(data.get("aggregate_usage")),
+        context_window=data.get("context_window"),
     )
 
 

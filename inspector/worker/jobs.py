@@ -201,7 +201,9 @@ def follow_job(rt: Runtime, job: dict[str, Any]) -> None:
         if streamer is None or streamer.trace is not trace:
             streamer = TraceStreamer(trace)
             rt.send("meta", meta=trace.meta)
-        return streamer.batch()
+        batch = streamer.batch()
+        batch["meta"] = follower.trace.meta  # as of this poll: how usage was fed and fitted so far (meta.usage_model)
+        return batch
 
     def on_update(_snapshot: Any, added: int) -> None:
         rt.send("update", added=added, batch=stream())

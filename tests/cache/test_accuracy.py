@@ -40,3 +40,15 @@ def test_recorded_and_simulated_totals_side_by_side():
     both = recorded_vs_simulated(_trace([(500, 400), (1000, 900)]))
     assert both["recorded"]["read"] == 1500 and both["simulated"]["read"] == 1300
     assert both["recorded"]["hit_rate"] == 0.75 and both["simulated"]["hit_rate"] == 0.65
+
+
+def test_the_compaction_timing_says_how_far_the_recorded_usage_stayed_from_a_threshold_it_never_reached():
+    from inspector.cache.accuracy import describe_crossing
+
+    never = {"threshold": 193_800, "recorded_crossed_at": None, "engine_compacted_before": None, "delta": None,
+             "recorded_peak": 143_372, "recorded_peak_at": 80}
+    assert describe_crossing(never) == ("recorded usage never reached the threshold (193,800); its highest was "
+                                        "143,372 at request 80; the engine never compacted")
+    crossed = dict(never, recorded_crossed_at=57, engine_compacted_before=58, delta=1)
+    assert describe_crossing(crossed) == ("recorded usage first reached the threshold (193,800) at request 57; "
+                                          "the engine first compacted before request 58 (+1 requests)")

@@ -72,3 +72,25 @@ def test_a_transcript_of_one_hour_cache_writes_replays_with_the_one_hour_ttl():
     assert settle(load_config(None), s)["prompt_caching"]["cache_ttl"] == "1h"
     chosen = settle(load_config(None, {"prompt_caching": {"cache_ttl": "5m"}}), s)
     assert chosen["prompt_caching"]["cache_ttl"] == "5m" and chosen["x_assumed"]["cache_ttl"]["from"] == "user"
+
+
+def test_the_built_in_compressor_replays_at_the_transcripts_window_however_it_was_loaded():
+    """Loaded before the session was read (as a worker does), it was built for the config's default
+    model; Hermes' agent builds it with its own model and window, so the replay does too."""
+    from inspector.engines.discovery import load_engine
+    from inspector.host.replay import replay
+    from tests.host.conftest import coding_session
+
+    session = coding_session(3)
+    session.model, session.source_format, session.context_window = "gpt-5.3-codex", "codex", 258_400
+    config = load_config(None)
+    loaded = load_engine("compressor", config)
+    assert loaded.engine.context_length == 200_000, "built for the default model"
+    trace = replay(session, loaded, config)
+    state = trace.state_at(len(trace.events) - 1)
+    assert state["context_length"] == 258_400 and state["threshold_tokens"] == int(0.75 * 258_400)
+    assert loaded.engine.model == "gpt-5.3-codex"
+    chosen = load_config(None, {"model": {"context_length": 64_000}})
+    state = replay(session, load_engine("compressor", chosen), chosen).state_at(0)
+    assert state["context_length"] == 64_000, "the user's window is kept"
+

@@ -113,3 +113,19 @@ def test_while_nothing_was_played_a_source_that_cannot_be_read_is_said_once(tmp_
     code = main(["follow", str(_two_session_db(tmp_path)), "--session-id", "nope", *FOLLOW_BRIEFLY])
     err = capsys.readouterr().err
     assert code == 1 and err.count("waiting: cannot read") == 1 and "nope" in err
+
+
+def test_follow_says_how_it_calibrated_usage_and_the_trace_records_it(tmp_path, capsys):
+    from tests.live.growing import CodexLog
+    from tests.live.test_follow_usage import _turn
+
+    log = CodexLog(tmp_path / "rollout.jsonl")
+    for k in range(2):
+        _turn(log, k)
+    out = tmp_path / "follow.json"
+    assert main(["follow", str(log.path), *FOLLOW_BRIEFLY, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "usage calibrated on the 2 recorded call(s) seen so far: head " in err
+    um = load_trace(out).meta["usage_model"]
+    assert um["mode"] == "calibrated" and um["calibration"]["calls"] == 2
+    assert [r["recorded_calls"] for r in um["refits"]] == [2]

@@ -31,7 +31,7 @@ def key(window, k: Qt.Key, mod: Qt.KeyboardModifier = Qt.KeyboardModifier.NoModi
 
 def test_window_opens_empty_with_every_panel_docked(window) -> None:
     assert set(window.panels) == {"events", "timeline", "compression", "counters", "diff", "request", "cache", "engine",
-                                  "bookmarks", "decision", "context", "lifetime"}
+                                  "bookmarks", "decision", "context", "lifetime", "run_info"}
     for name, dock in window.docks.items():
         inner = dock.widget().widget() if isinstance(dock.widget(), QScrollArea) else dock.widget()
         assert inner is window.panels[name]

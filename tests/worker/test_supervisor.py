@@ -115,6 +115,7 @@ def test_a_session_crosses_the_pipe_unchanged():
 
     session = coding_session(5)
     session.warnings = ["w"]
+    session.context_window = 258_400  # a Codex rollout's recorded window: the replay's default
     frame = FrameReader().feed(encode({"type": "job", "session": session_to_json(session)}))[0]
     assert session_from_json(frame["session"]) == session
 

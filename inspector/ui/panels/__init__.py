@@ -20,6 +20,7 @@ from inspector.ui.panels.engine import EnginePanel
 from inspector.ui.panels.events import EventsPanel
 from inspector.ui.panels.lifetime import LifetimePanel
 from inspector.ui.panels.request import RequestPanel
+from inspector.ui.panels.run_info import RunInfoPanel
 from inspector.ui.panels.timeline import TimelinePanel
 
 PANEL_CLASSES: tuple[type[Panel], ...] = (
@@ -35,6 +36,7 @@ PANEL_CLASSES: tuple[type[Panel], ...] = (
     EnginePanel,
     BookmarksPanel,
     LifetimePanel,
+    RunInfoPanel,
 )
 
 __all__ = ["PANEL_CLASSES", "Panel"]

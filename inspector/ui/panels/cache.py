@@ -4,19 +4,28 @@ The strip is the request, left to right, one block per message with width propor
 tokens, coloured by the simulated outcome (read from cache, written to cache, uncached) with the
 break point marked and the miss reason in words. Below it, the whole session: hit rate, cached
 tokens and cost per request, on the same request axis as the token timeline.
+
+Where the transcript recorded the provider's usage, the provider's figures stand beside the
+simulator's everywhere, each labelled: a line per request (read, written with its 5m/1h split,
+hit rate; whether they disagree on a miss), the recorded hit rate and tokens as heavier curves in
+the session plots, and the run's totals with the simulator's accuracy over the requests that are
+the agent's own (``inspector/cache/accuracy.py``). In a comparison each run's strip carries its own.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from typing import Any, overload
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QHelpEvent, QPainter, QPaintEvent, QPen, QPolygonF
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from inspector.trace.model import Trace
+from inspector.trace.run_facts import fed_kind
 from inspector.ui import plots, theme
 from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
@@ -33,6 +42,8 @@ REASON_WORDS = {
     "below_minimum": "The prefix is below the provider's minimum cacheable length.",
     "prefix_break": "The cached prefix broke: a message before the break changed.",
     "hit": "Cache hit.",
+    "miss": "Miss: nothing was read from the cache, though no prefix broke or lapsed.",
+    "lookback": "Lookback miss: the previous entry is too many blocks before the nearest breakpoint.",
     "disabled": "Prompt caching is off for this provider/profile.",
 }
 
@@ -226,6 +237,86 @@ def request_summary(req: Any, kind: str = SIMULATED) -> str:
             f"read {read:,} · written {write:,} · uncached {uncached:,}{beside} · hit {rate:.0%}{cost}")
 
 
+def _pct(part: float, whole: float) -> str:
+    return f"{part / whole:.0%}" if whole else "–"
+
+
+def beside_recorded(trace: Trace, req: Any) -> tuple[str, bool]:
+    """The simulator's read/written beside the provider's recorded figures for ``req`` (5m/1h kept),
+    each labelled; True when they disagree on whether it was a miss (recorded hit < 80 %)."""
+    from inspector.cache.accuracy import MISS_BELOW
+
+    c = req.cache
+    total = c.read + c.write + c.uncached
+    sim = f"simulated: read {c.read:,} · written {c.write:,} · hit {_pct(c.read, total)}"
+    rec = req.recorded
+    if not rec:
+        return sim + "\nrecorded: none for this request (the transcript holds no usage for it)", False
+    prompt = int(rec.get("prompt_tokens") or 0)
+    read, write = int(rec.get("cache_read_tokens") or 0), int(rec.get("cache_write_tokens") or 0)
+    one_hour = int(rec.get("cache_write_1h_tokens") or 0)
+    text = (f"{sim}\nrecorded (provider, transcript): read {read:,} · written {write:,} "
+            f"(5m {write - one_hour:,} · 1h {one_hour:,}) · hit {_pct(read, prompt)}")
+    same = (trace.meta.get("usage_model") or {}).get("same_request") or []
+    if req.index < len(same) and not same[req.index]:
+        return text + " · for the agent's request, which this one is not", False
+    if not prompt or not total or c.reason_kind == "disabled":
+        return text, False
+    real_miss, simulated_miss = read / prompt < MISS_BELOW, c.read / total < MISS_BELOW
+    if real_miss and not simulated_miss:
+        return text + " · DISAGREE: the provider missed, the simulator did not", True
+    if simulated_miss and not real_miss:
+        return text + " · DISAGREE: a false alarm (the provider read from the cache)", True
+    return text, False
+
+
+def run_totals(trace: Trace, *, short: bool = False) -> str:
+    """The run's recorded and simulated totals and the simulator's accuracy, in three labelled lines
+    (``short``: the accuracy line alone, for a comparison's per-run strip)."""
+    from inspector.cache.accuracy import accuracy, recorded_vs_simulated
+
+    both = recorded_vs_simulated(trace)
+    rec, sim = both["recorded"], both["simulated"]
+    if rec is None:
+        return "Run: no recorded usage in the transcript, so the simulator's figures cannot be checked"
+    totals = (f"Run recorded: read {rec['read']:,} · written {rec['write']:,} (5m {rec['write_5m']:,} · "
+              f"1h {rec['write_1h']:,}) · hit {_pct(rec['read'], rec['prompt'])}\nRun simulated: read {sim['read']:,} · "
+              f"written {sim['write']:,} · hit {_pct(sim['read'], sim['prompt'])}")
+    block = accuracy(trace)
+    if short:
+        totals = ""
+    else:
+        totals += "\n"
+    if block is None:
+        return totals + "Simulator accuracy: no request to compare (every request differs from the agent's)"
+    caught = f"real misses caught {block['caught']}/{block['real_misses']}" if block["real_misses"] else "no real miss"
+    return (totals + f"Simulator accuracy ({block['compared']:,} requests): hit-rate error mean "
+            f"{block['mean_error_points']:.2f} / p90 {block['p90_error_points']:.2f} pt · {caught} · "
+            f"false alarms {block['false_alarms']} ({block['false_alarms_per_100']:.1f}/100)")
+
+
+def _recorded_hit(_trace: Trace, req: Any) -> float:
+    rec = req.recorded or {}
+    prompt = rec.get("prompt_tokens") or 0
+    return float(rec.get("cache_read_tokens") or 0) / prompt * 100 if prompt else np.nan
+
+
+def _simulated_read(_trace: Trace, req: Any) -> float:
+    return float(req.cache.read)
+
+
+def recorded_series(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per request: the recorded hit %, cache read and cache written (NaN where none was recorded)."""
+    def column(key: str) -> np.ndarray:
+        return np.fromiter((float(r.recorded.get(key) or 0) if r.recorded else np.nan for r in trace.requests),
+                           dtype=np.float64, count=len(trace.requests))
+
+    prompt, read, write = column("prompt_tokens"), column("cache_read_tokens"), column("cache_write_tokens")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        hit = np.where(prompt > 0, read / prompt * 100, np.nan)
+    return hit, read, write
+
+
 def reason_words(c: Any) -> str:
     """The miss (or hit) reason as a sentence, said to be the simulator's."""
     return "Simulated cache: " + _reason_words(c)
@@ -257,6 +348,8 @@ class RunCacheView(QWidget):
         self.title.setFixedWidth(min(220, self.title.fontMetrics().horizontalAdvance(label) + 16))
         self.title.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # TextLine ignores hints
         self.header = theme.readout_label(1)
+        self.recorded = theme.readout_label(2)  # the simulator's figures beside the provider's, this run's
+        self.accuracy = theme.readout_label(1)  # this run's simulator accuracy against the transcript
         self.strip = CacheStrip()
         self.strip.setMinimumHeight(46)
         self.reason = theme.readout_label(2)  # the cause in full: two lines, not clipped
@@ -274,28 +367,39 @@ class RunCacheView(QWidget):
         layout.setContentsMargins(0, 0, 0, 2)
         layout.setSpacing(1)
         layout.addLayout(top)
+        layout.addWidget(self.recorded)
         layout.addWidget(self.strip)
         reason_row = QHBoxLayout()
         reason_row.setContentsMargins(0, 0, 0, 0)
         reason_row.addWidget(self.reason, 1)
         reason_row.addWidget(self.cause_button, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(reason_row)
+        layout.addWidget(self.accuracy)
         self.shown: tuple[int, int] | None = None
+        self._accuracy_of: int | None = None
 
     def show_request(self, trace: Trace | None, req: Any, exact: bool) -> None:
         key = (id(trace), -1 if req is None else req.index)
         if key == self.shown:
             return
         self.shown = key
+        if trace is not None and id(trace) != self._accuracy_of:
+            self._accuracy_of = id(trace)
+            self.accuracy.setText(run_totals(trace, short=True))
         if trace is None or req is None:
             self.strip.set_request([], [], 0, 0, None)
+            self.recorded.setText("")
             self.header.setText("No request yet")
             self.reason.setText("")
             self.cause = None
             self.cause_button.setEnabled(False)
             return
         self.strip.set_request(*strip_args(trace, req))
-        self.header.setText(request_summary(req, usage_kind(trace)) + ("" if exact else " · no request at this row: its latest"))
+        self.header.setText(request_summary(req, fed_kind(trace, req.index, usage_kind(trace)))
+                            + ("" if exact else " · no request at this row: its latest"))
+        text, disagree = beside_recorded(trace, req)
+        self.recorded.setText(text)
+        self.recorded.set_colours(theme.FAULT if disagree else None)
         self.reason.setText(reason_words(req.cache))
         self.reason.set_colours(reason_colour(req.cache))
         self.cause = req.cache.cause_event
@@ -311,6 +415,8 @@ class CachePanel(CompareAware, Panel):
     def __init__(self, cursor: Cursor, parent: QWidget | None = None) -> None:
         super().__init__(cursor, parent)
         self.header = theme.readout_label(1)
+        self.recorded = theme.readout_label(2)  # simulated beside the provider's recorded figures, this request
+        self.totals = theme.readout_label(3)  # the run's totals, recorded and simulated, and the accuracy
         self.strip = CacheStrip()
         self.reason = theme.readout_label(2)
         self.cause_button = QPushButton("Go to cause")
@@ -351,9 +457,17 @@ class CachePanel(CompareAware, Panel):
         self.cost_plot.setMinimumHeight(_MINI_PLOT_HEIGHT + 36)  # the shared request axis lives under it
         plots.integer_ticks(self.cost_plot.getAxis("bottom"))
         self.hit_curve = plots.curve(self.hit_plot, theme.CACHE_READ)
-        self.tok_legend = plots.legend_above(self.tok_plot, columns=2)
-        self.read_curve = plots.curve(self.tok_plot, theme.CACHE_READ, "read")
-        self.write_curve = plots.curve(self.tok_plot, theme.CACHE_WRITE, "written")
+        self.rec_hit_curve = plots.curve(self.hit_plot, theme.RECORDED)
+        self.rec_hit_curve.setPen(plots.recorded_pen())
+        self.tok_legend = plots.legend_above(self.tok_plot, columns=4)
+        self.read_curve = plots.curve(self.tok_plot, theme.CACHE_READ, "simulated read")
+        self.write_curve = plots.curve(self.tok_plot, theme.CACHE_WRITE, "simulated written")
+        self.rec_read_curve = plots.curve(self.tok_plot, theme.RECORDED, "recorded read")
+        self.rec_read_curve.setPen(plots.recorded_pen())
+        self.rec_write_curve = plots.curve(self.tok_plot, theme.CACHE_WRITE, "recorded written")
+        self.rec_write_curve.setPen(plots.recorded_pen(theme.CACHE_WRITE))
+        for item in (self.rec_hit_curve, self.rec_read_curve, self.rec_write_curve):
+            item.setZValue(-1)  # under the simulator's lines
         self.cost_curve = plots.curve(self.cost_plot, theme.SERIES[0])
         self.cursor_lines = [plots.CursorLine(pl, self._jump_to_x) for pl in (self.hit_plot, self.tok_plot, self.cost_plot)]
         self.graphs.scene().sigMouseClicked.connect(self._scene_clicked)
@@ -365,8 +479,10 @@ class CachePanel(CompareAware, Panel):
         single.setContentsMargins(0, 0, 0, 0)
         single.setSpacing(4)
         single.addWidget(self.header)
+        single.addWidget(self.recorded)
         single.addWidget(self.strip)
         single.addLayout(reason_row)
+        single.addWidget(self.totals)
         self.runs_box = QWidget()  # comparison mode: the runs' requests stacked, same scale per strip
         self.runs_layout = QVBoxLayout(self.runs_box)
         self.runs_layout.setContentsMargins(0, 0, 0, 0)
@@ -375,6 +491,7 @@ class CachePanel(CompareAware, Panel):
         self.run_views: dict[int, RunCacheView] = {}
         self.run_items: list[Any] = []
         self.run_legend = plots.legend_above(self.hit_plot, columns=4)
+        self._hit_keys = False  # the single-run hit curves are named in run_legend
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -390,12 +507,26 @@ class CachePanel(CompareAware, Panel):
         """Overlays per run (hit %, cached tokens read, cost) and a strip per run at the cursor."""
         view = self.compare
         assert view is not None
-        for c in (self.hit_curve, self.read_curve, self.write_curve, self.cost_curve):
+        for c in self._single_curves():
             c.setData([], [])
+        self._name_hit_curves(False)
         self.run_items = plots.overlay_runs(self.hit_plot, view, view.hit_rate(), legend=self.run_legend)
-        self.run_items += plots.overlay_runs(self.tok_plot, view, view.series("cache_read"))
+        # the transcript's own hit rate on the primary run's rows (the same calls for every run that
+        # sent the agent's requests): a band under the runs' lines
+        recorded = view.series(_recorded_hit, "recorded_hit")[view.primary]
+        if np.isfinite(recorded).any():
+            # pyqtgraph renders legend names as rich text: a run's label is the user's text
+            band = plots.curve(self.hit_plot, theme.RECORDED,
+                               html.escape(f"recorded hit % ({view.label(view.primary)}'s rows)"))
+            band.setPen(plots.recorded_pen())
+            band.setZValue(-1)
+            plots.set_xy(band, np.arange(recorded.shape[0], dtype=np.float64), recorded)
+            self.run_legend.addItem(band, band.name())
+            self.run_items.append(band)
+        # the simulator's read (a run's usage may be the transcript's where its request is the agent's)
+        self.run_items += plots.overlay_runs(self.tok_plot, view, view.series(_simulated_read, "simulated_read"))
         self.run_items += plots.overlay_runs(self.cost_plot, view, view.series("cost"))
-        self.tok_plot.setLabel("left", "read", color=theme.PLOT_FG)  # cached tokens read, per run
+        self.tok_plot.setLabel("left", "sim. read", color=theme.PLOT_FG)  # cached tokens read, per run
         self.hit_plot.setYRange(0, 100, padding=0.05)
         self.hit_plot.setXRange(-0.5, max(1, view.row_count) - 0.5, padding=0.01)
         self.cost_plot.setLabel("bottom", "aligned request (turn, call)", color=theme.PLOT_FG)
@@ -431,9 +562,12 @@ class CachePanel(CompareAware, Panel):
             self._render_compare()
             return
         if trace is None or not trace.requests:
-            for c in (self.hit_curve, self.read_curve, self.write_curve, self.cost_curve):
+            for c in self._single_curves():
                 c.setData([], [])
+            self._name_hit_curves(False)
             self.strip.set_request([], [], 0, 0, None)
+            self.recorded.setText("")
+            self.totals.setText("")
             self.header.setText("No provider requests in this trace" if trace is not None else "No trace loaded")
             self.reason.setText("")
             self.cause_button.setEnabled(False)
@@ -446,8 +580,36 @@ class CachePanel(CompareAware, Panel):
         plots.set_xy(self.read_curve, fig.x, fig.cache_read)
         plots.set_xy(self.write_curve, fig.x, fig.cache_write)
         plots.set_xy(self.cost_curve, fig.x, fig.cost)
+        rec_hit, rec_read, rec_write = recorded_series(trace)
+        recorded = bool(np.isfinite(rec_hit).any())
+        for item, y in ((self.rec_hit_curve, rec_hit), (self.rec_read_curve, rec_read), (self.rec_write_curve, rec_write)):
+            if recorded:
+                plots.set_xy(item, fig.x, y)
+            else:
+                item.setData([], [])
+        for item in (self.rec_read_curve, self.rec_write_curve):  # named only when drawn
+            self.tok_legend.removeItem(item)
+            if recorded:
+                self.tok_legend.addItem(item, item.name())
+        self._name_hit_curves(recorded)
+        self.totals.setText(run_totals(trace))
         self.hit_plot.setYRange(0, 100, padding=0.05)
         self.hit_plot.setXRange(-0.5, fig.n - 0.5, padding=0.01)
+
+    def _single_curves(self) -> tuple[Any, ...]:
+        return (self.hit_curve, self.rec_hit_curve, self.read_curve, self.write_curve, self.rec_read_curve,
+                self.rec_write_curve, self.cost_curve)
+
+    def _name_hit_curves(self, recorded: bool) -> None:
+        """With recorded usage the hit plot has two curves, so the legend says which is which."""
+        if self._hit_keys:
+            self.run_legend.removeItem(self.hit_curve)
+            self.run_legend.removeItem(self.rec_hit_curve)
+            self._hit_keys = False
+        if recorded:
+            self.run_legend.addItem(self.hit_curve, "simulated hit %")
+            self.run_legend.addItem(self.rec_hit_curve, "recorded hit %")
+            self._hit_keys = True
 
     def _render_compare_cursor(self, k: int) -> None:
         view = self.compare
@@ -482,6 +644,7 @@ class CachePanel(CompareAware, Panel):
         if req is None:
             self._shown_request = None
             self.strip.set_request([], [], 0, 0, None)
+            self.recorded.setText("")
             self.header.setText(f"Event {k}: no provider request yet")
             self.reason.setText("")
             self.cause_button.setEnabled(False)
@@ -491,7 +654,10 @@ class CachePanel(CompareAware, Panel):
         self._shown_request = req.index
         c = req.cache
         self.strip.set_request(*strip_args(trace, req))
-        self.header.setText(request_summary(req, usage_kind(trace)))
+        self.header.setText(request_summary(req, fed_kind(trace, req.index, usage_kind(trace))))
+        text, disagree = beside_recorded(trace, req)
+        self.recorded.setText(text)
+        self.recorded.set_colours(theme.FAULT if disagree else None)
         self.reason.setText(reason_words(c))
         self.reason.set_colours(reason_colour(c))
         self._cause = c.cause_event

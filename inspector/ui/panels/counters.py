@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QGridLayout, QSizePolicy, QVBoxLayout, QWidget
 
 from inspector.trace import model as tm
 from inspector.trace.model import Trace
+from inspector.trace.run_facts import fed_kind
 from inspector.trace.summary import is_committed_compression
 from inspector.ui import theme
 from inspector.ui.compare import CompareAware
@@ -147,6 +148,8 @@ class CountersPanel(CompareAware, Panel):
         single.addWidget(self.usage_bar)
         self.retention = theme.readout_label(1)  # facts retained (inspector.quality), when already measured
         single.addWidget(self.retention)
+        # which Hermes the host played and how usage was fed (the Run tab has the whole of it), per run
+        self.run_line = theme.readout_label(3)
         # comparison mode: one column per run (value, and the delta to the first run), built per comparison
         self.compare_box = QWidget()
         self.compare_box.hide()
@@ -162,6 +165,7 @@ class CountersPanel(CompareAware, Panel):
         layout.addWidget(self.single_box)
         layout.addWidget(self.compare_where)
         layout.addWidget(self.compare_box)
+        layout.addWidget(self.run_line)
         layout.addWidget(self.alert)
         layout.addWidget(self.fault_where)
         layout.addStretch(1)
@@ -256,6 +260,7 @@ class CountersPanel(CompareAware, Panel):
             self._build_compare_grid()
         else:
             self._build_compare_grid_clear()
+        self._show_run_line(trace)
         if trace is None or not len(trace):
             for name in self.values:
                 self.values[name].setText("–")
@@ -264,6 +269,18 @@ class CountersPanel(CompareAware, Panel):
             self.usage_bar.set_usage(0.0, "usage –", "#43a047")
             self.retention.setText("")
             self._show_alerts([], [])
+
+    def _show_run_line(self, trace: Trace | None) -> None:
+        from inspector.trace.run_facts import WARN, brief
+
+        if trace is None:
+            self.run_line.setText("")
+            return
+        view = self.compare
+        runs = [(view.label(r), view.trace(r)) for r in view.runs] if view is not None else [("", trace)]
+        facts = [(label, brief(t)) for label, t in runs if t is not None]
+        self.run_line.setText("\n".join(f"{label}: {fact.text}" if label else f"Run: {fact.text}" for label, fact in facts))
+        self.run_line.set_colours(theme.FAULT if any(f.level == WARN for _l, f in facts) else "#546e7a")
 
     def _build_compare_grid_clear(self) -> None:
         if self.run_cells:
@@ -292,7 +309,7 @@ class CountersPanel(CompareAware, Panel):
             where += f" · figures of request #{req.index} (turn {req.turn}): this turn has sent nothing yet"
         elif req is not None:
             where += f" · request #{req.index}"
-        where += f" · {usage_kind(trace)} usage"
+        where += f" · {fed_kind(trace, req.index if req is not None else None, usage_kind(trace))} usage"
         self.where.setText(where)
         for name, _text in ROWS:
             value = state.get(name, 0)
