@@ -6,10 +6,12 @@ session whose token figures climb past any sane threshold so ``compress`` runs; 
 engine returns is validated; last comes the thread contract (``compress`` on a pool thread,
 and two sessions compressing at once on one shared instance).
 
-Engines are untrusted: every call is guarded by a timeout on a daemon thread and every check
-is wrapped, so a broken engine produces findings, never a crash. The per-hook driver
-(:class:`HookDriver`) is our own small loop calling hooks as hermes-host.md describes; when
-the host's ``replay`` is available it can take the driver's place (see :func:`run_doctor`).
+The session is played by the one host loop (:class:`inspector.host.host.Host`, built by
+:func:`inspector.host.replay.host_for` under the user's host profile), so the hooks run exactly
+where, when and how a replay runs them; a checking observer on the host's recorder
+(:mod:`inspector.engines.doctor_observer`) judges each call. Engines are untrusted: every inline
+hook runs on the thread that loaded the engine under a timeout and is abandoned there when it
+hangs, and every check is wrapped, so a broken engine produces findings, never a crash.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspector.config import cfg_get
 from inspector.engines.contract import engine_overrides_hook
 from inspector.engines.doctor_runtime import AgentThread, CallOutcome, call_on_new_thread
 from inspector.engines.doctor_static import (
@@ -32,14 +33,10 @@ from inspector.engines.doctor_static import (
     imported_sources,
     scan_imports,
     source_files,
-    validate_messages,
 )
 from inspector.engines.duck import describe as describe_duck
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
-TOKEN_ATTRS = ("last_prompt_tokens", "last_completion_tokens", "last_total_tokens", "threshold_tokens",
-               "context_length", "compression_count")
-TIMEOUTS_BEFORE_SKIP = 2  # as HOOK_TIMEOUTS_BEFORE_SKIP in the host
 SESSION_ID = "20260101_120000_d0c70r"
 
 
@@ -119,7 +116,7 @@ def _usage(prompt: int, completion: int = 120) -> dict[str, int]:
 def compress_kwargs(engine: Any, current_tokens: int, *, focus_topic: str | None = None, force: bool = False,
                     memory_context: str = "") -> dict[str, Any]:
     """Hermes' signature filter, the host's one implementation (agent/conversation_compression.py:195-235)."""
-    from inspector.host.host import supported_compress_kwargs
+    from inspector.host.compaction import supported_compress_kwargs
 
     candidates: dict[str, Any] = {"current_tokens": current_tokens, "focus_topic": focus_topic, "force": force}
     if memory_context:  # only a non-empty memory context is offered (conversation_compression.py:215)
@@ -127,348 +124,162 @@ def compress_kwargs(engine: Any, current_tokens: int, *, focus_topic: str | None
     return supported_compress_kwargs(engine.compress, candidates)
 
 
-# -- the driver -------------------------------------------------------------------------------
-class HookDriver:
-    """Calls every hook over the doctor session the way the Hermes host does, and checks results."""
+# -- the session, played by the host ------------------------------------------------------------
+SYSTEM_PROMPT = "You are a coding agent. Use tools to read and fix code."
 
-    def __init__(self, loaded: Any, report: DoctorReport, timeout: float, agent: AgentThread) -> None:
-        self.loaded = loaded
-        self.engine = loaded.engine
-        self.report = report
-        self.timeout = timeout
-        self.agent = agent
-        self.config = loaded.config
-        from inspector.host.profiles import profile_for
 
-        self.profile = profile_for(self.config or {})  # which hooks the checked Hermes calls, and how
-        self.compressed = False
-        self.called: dict[str, int] = {}
-        self._bad_attrs: set[str] = set()
-        self._timeouts: dict[str, int] = {}  # per hook; two and it is not called again (as in a replay)
+# The provider reports a full window (97 %) for a request of this many messages: the system prompt
+# and four turns of the doctor session, so over eight turns the window fills, is compacted and
+# fills again, and every compaction is judged more than once.
+MESSAGES_TO_FILL = 21
 
-    # helpers ---------------------------------------------------------------------------------
-    def call(self, hook: str, *args: Any, pool: bool = False, **kwargs: Any) -> CallOutcome:
-        fn = getattr(self.engine, hook, None)
-        if not callable(fn):
-            out = CallOutcome(error=f"engine has no callable {hook}", error_type="AttributeError",
-                              error_message=f"no callable {hook}")
-            return out
-        if self._timeouts.get(hook, 0) >= TIMEOUTS_BEFORE_SKIP:
-            # A hook stuck for good would cost the timeout (and a thread) at every later call.
-            return CallOutcome(error=f"not called: {hook} already timed out {TIMEOUTS_BEFORE_SKIP} times",
-                               error_type="Skipped", error_message=f"{hook} timed out {TIMEOUTS_BEFORE_SKIP} times before")
-        self.called[hook] = self.called.get(hook, 0) + 1
-        if pool:
-            out = call_on_new_thread(fn, *args, timeout=self.timeout, **kwargs)
-        else:
-            out = self.agent.call(fn, *args, timeout=self.timeout, **kwargs)
+
+def prompt_tokens(context_length: int, sent: int) -> int:
+    """The prompt size the provider reports for a request of ``sent`` messages: from 20 % of the
+    window up to 97 %, so any sane threshold is crossed and ``compress`` runs, and a compacted
+    request is small again, as a provider counts it."""
+    return int(context_length * min(0.97, 0.2 + 0.8 * sent / MESSAGES_TO_FILL))
+
+
+class DoctorResponder:
+    """One turn of :func:`doctor_session` as a provider answers it: the tool call, then the answer.
+
+    Its usage follows the size of the request it was sent (:func:`prompt_tokens`), and
+    ``engine_tool`` adds a call of the engine's own tool to the turn's tool batch.
+    """
+
+    def __init__(self, turn: list[dict[str, Any]], context_length: int, engine_tool: str | None = None) -> None:
+        _user, call_msg, *results, final = copy.deepcopy(turn)
+        self._results = {r["tool_call_id"]: r for r in results}
+        if engine_tool:
+            call_id = f"{call_msg['tool_calls'][0]['id']}engine"
+            call_msg["tool_calls"].append({"id": call_id, "type": "function",
+                                           "function": {"name": engine_tool, "arguments": "{}"}})
+        self._replies = [call_msg, final]
+        self._window = context_length
+
+    def wants_request(self) -> bool:
+        return bool(self._replies)
+
+    def pending_inputs(self) -> list[dict[str, Any]]:
+        return []
+
+    def respond(self, request: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        from inspector.host.responders import ProviderResponse
+        from inspector.sessions.model import Usage
+
+        usage = Usage(prompt_tokens=prompt_tokens(self._window, len(request)), completion_tokens=120)
+        return ProviderResponse(message=self._replies.pop(0), usage=usage)
+
+    def tool_result(self, assistant: dict[str, Any], call: dict[str, Any], engine_result: str | None) -> dict[str, Any]:
+        if engine_result is not None:
+            return {"role": "tool", "tool_call_id": call["id"], "content": engine_result}
+        return copy.deepcopy(self._results[call["id"]])
+
+    def tool_results(self, assistant: dict[str, Any], engine_results: dict[str, str]) -> list[dict[str, Any]]:
+        return [self.tool_result(assistant, c, engine_results.get(str(c["id"]))) for c in assistant.get("tool_calls") or ()]
+
+
+def _on_agent_thread(agent: AgentThread, default_timeout: float) -> Callable[..., Any]:
+    """The host's inline calls, made on the thread that loaded the engine (Hermes' agent thread) and
+    abandoned there when they hang, so a hook stuck even in C never holds the doctor."""
+    from inspector.host.guard import CallOutcome as HostOutcome
+    from inspector.trace.model import Fault
+
+    def call(fn: Callable[..., Any], *args: Any, timeout: float | None = None, **kwargs: Any) -> HostOutcome:
+        out = agent.call(fn, *args, timeout=timeout if timeout and timeout > 0 else default_timeout, **kwargs)
         if out.timed_out:
-            self._timeouts[hook] = self._timeouts.get(hook, 0) + 1
-        return out
+            return HostOutcome(fault=Fault("timeout", f"still running on thread {out.thread_name}"),
+                               duration=out.duration_s, thread=out.thread_name)
+        if out.error is not None:
+            return HostOutcome(fault=Fault("exception", f"{out.error_type}: {out.error_message}", out.error),
+                               duration=out.duration_s, thread=out.thread_name)
+        return HostOutcome(value=out.value, duration=out.duration_s)
 
-    def fault(self, hook: str, out: CallOutcome, *, status: str = FAIL, context: str = "") -> None:
-        msg = f"{hook}{context} {out.describe()}"
-        if out.timed_out:
-            msg += f" (timeout {self.timeout:g}s)"
-        self.report.add(status, f"hook:{hook}", msg, out.error or "")
+    return call
 
-    def check_attrs(self, after: str) -> None:
-        for attr in TOKEN_ATTRS:
-            if attr in self._bad_attrs:
-                continue
-            try:
-                value = getattr(self.engine, attr)
-            except Exception as exc:
-                self._bad_attrs.add(attr)
-                self.report.add(FAIL, "tokens", f"reading {attr} after {after} raised {type(exc).__name__}: {exc}")
-                continue
-            if isinstance(value, bool) or not isinstance(value, int):
-                self._bad_attrs.add(attr)
-                self.report.add(FAIL, "tokens", f"{attr} is {value!r} ({type(value).__name__}) after {after}; the host needs an int")
 
-    def validate(self, hook: str, result: Any, *, request: bool = False) -> bool:
-        """Each problem graded by what Hermes does with it; False when Hermes could not use the result."""
-        problems = validate_messages(result, request=request)
-        for status, text in problems:
-            self.report.add(status, f"validate:{hook}", f"{hook} result: {text}")
-        if not problems:
-            self.report.add(PASS, f"validate:{hook}", f"{hook} returned {len(result)} valid OpenAI messages"
-                            + (" (request)" if request else ""))
-        return not any(status == FAIL for status, _ in problems)
+def drive_host(loaded: Any, report: DoctorReport, timeout: float, agent: AgentThread) -> None:
+    """Play the doctor session through the host loop, with the checking observer on its recorder."""
+    from inspector.config import cfg_set
+    from inspector.engines.doctor_observer import ContractObserver
+    from inspector.engines.loading import model_runtime
+    from inspector.host.profiles import profile_for
+    from inspector.host.replay import host_for, make_counter
 
-    def mutation(self, hook: str, label: str, before: Any, after: Any, *, status: str = WARN, why: str = "") -> None:
-        if before != after:
-            self.report.add(status, f"mutation:{hook}", f"{hook} mutated its {label} in place" + (f" ({why})" if why else ""))
+    config = copy.deepcopy(loaded.config or {})
+    rt = model_runtime(config)
+    ctx_len = max(int(rt.context_length or 0), 64_000)
+    cfg_set(config, "model.context_length", ctx_len)
+    cfg_set(config, "inspector.hook_timeout_seconds", timeout)
+    cfg_set(config, "compression.context_timeout_seconds", timeout)
+    profile = profile_for(config)
+    host = host_for(loaded, config, session_id=SESSION_ID, system_prompt=SYSTEM_PROMPT,
+                    counter=make_counter(config), profile=profile)
+    observer = ContractObserver(loaded.engine, report, profile, timeout=timeout, context_length=ctx_len,
+                                recorder=host.rec)
+    host.rec.inline = _on_agent_thread(agent, timeout)
+    host.rec.observer = observer
+    if host.engine_is_builtin:
+        report.add(PASS, "hook:update_model", "built-in compressor: constructed from config (Hermes does not call "
+                   f"update_model at init for it); context_length={getattr(loaded.engine, 'context_length', None)!r}")
+    if not host.start():
+        report.add(FAIL, "hooks", f"the host stopped at agent start: {host.trace.meta.get('stopped')}")
+        return
+    observer.started()
+    engine_tool = next((t["function"]["name"] for t in host.tools
+                        if t["function"].get("name") in host.engine_tool_names), None)
+    turns = doctor_session()
+    for t, turn in enumerate(turns):
+        host.play_turn([copy.deepcopy(turn[0])], DoctorResponder(turn, ctx_len, engine_tool if t == 1 else None))
+    if not observer.compressed:
+        report.add(WARN, "hook:should_compress", f"should_compress never returned True, even at 97% of a {ctx_len}-token "
+                   "window; calling compress(force=True) as /compress would")
+        host.compress_now()
+    host.end()
+    _after_session(loaded.engine, report, observer, agent, timeout)
 
-    # the session ------------------------------------------------------------------------------
-    def run(self) -> list[dict[str, Any]]:
-        from inspector.engines.loading import model_runtime
 
-        rt = model_runtime(self.config)
-        ctx_len = max(int(rt.context_length or 0), 64_000)
-        engine = self.engine
-        if self.loaded.info.source != "built-in":
-            thresholds = cfg_get(self.config, "compression.model_thresholds", {}) or {}
-            with contextlib.suppress(Exception):
-                engine.model_thresholds = dict(thresholds)
-        out = self.call("update_model", model=rt.model, context_length=ctx_len, base_url=rt.base_url,
-                        api_key="", provider=rt.provider, api_mode=rt.api_mode)
-        if not out.ok:
-            self.fault("update_model", out)
+def _runtime_fault(report: DoctorReport, hook: str, out: CallOutcome, timeout: float, *, status: str = FAIL,
+                   context: str = "") -> None:
+    msg = f"{hook}{context} {out.describe()}"
+    if out.timed_out:
+        msg += f" (timeout {timeout:g}s)"
+    report.add(status, f"hook:{hook}", msg, out.error or "")
+
+
+def _after_session(engine: Any, report: DoctorReport, observer: Any, agent: AgentThread, timeout: float) -> None:
+    """What the doctor asks once the session is over: Hermes' empty usage, get_status, on_session_reset."""
+    out = agent.call(engine.update_from_response, {}, timeout=timeout)
+    if not out.ok:
+        _runtime_fault(report, "update_from_response", out, timeout,
+                       context=" with an empty usage dict (Hermes sends {} while awaiting real usage)")
+    if not callable(getattr(engine, "get_status", None)):
+        report.add(WARN, "hook:get_status", "no get_status: Hermes' host never calls it, but the inspector "
+                   "shows no engine status for this engine")
+    elif not (out := agent.call(engine.get_status, timeout=timeout)).ok:
+        _runtime_fault(report, "get_status", out, timeout)
+    elif not isinstance(out.value, dict):
+        report.add(FAIL, "hook:get_status", f"get_status returned {type(out.value).__name__}, not a dict")
+    else:
+        report.add(PASS, "hook:get_status", f"get_status keys: {', '.join(map(str, out.value))}")
+    reset = getattr(engine, "on_session_reset", None)
+    out = agent.call(reset, timeout=timeout) if callable(reset) else CallOutcome(
+        error="engine has no callable on_session_reset", error_type="AttributeError",
+        error_message="no callable on_session_reset")
+    if not out.ok:
+        _runtime_fault(report, "on_session_reset", out, timeout)
+    else:
+        left = {a: getattr(engine, a, None) for a in ("last_prompt_tokens", "last_completion_tokens",
+                                                      "last_total_tokens", "compression_count")}
+        nonzero = {a: v for a, v in left.items() if v != 0}
+        if nonzero:
+            report.add(WARN, "hook:on_session_reset", f"on_session_reset left {nonzero} (Hermes' default zeroes them)")
         else:
-            ok = True
-            if getattr(engine, "context_length", None) != ctx_len:
-                ok = False
-                self.report.add(WARN, "hook:update_model", f"context_length is {getattr(engine, 'context_length', None)!r} after update_model(context_length={ctx_len})")
-            tt = getattr(engine, "threshold_tokens", None)
-            if not isinstance(tt, int) or isinstance(tt, bool) or tt <= 0 or tt > ctx_len:
-                ok = False
-                self.report.add(WARN, "hook:update_model", f"threshold_tokens is {tt!r} after update_model (expected 0 < t <= {ctx_len})")
-            if ok:
-                self.report.add(PASS, "hook:update_model", f"context_length={ctx_len}, threshold_tokens={tt}")
-        self.check_attrs("update_model")
-
-        schemas: list[Any] = []
-        out = self.call("get_tool_schemas")
-        if not out.ok:
-            self.fault("get_tool_schemas", out)
-        elif not isinstance(out.value, list):
-            self.report.add(FAIL, "hook:get_tool_schemas", f"get_tool_schemas returned {type(out.value).__name__}, not a list")
-        else:
-            for s in out.value:
-                fn = s.get("function", s) if isinstance(s, dict) and s.get("type") == "function" else s
-                if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-                    self.report.add(WARN, "hook:get_tool_schemas", f"schema {str(s)[:80]!r} has no string name; Hermes skips it")
-                else:
-                    schemas.append(fn)
-            self.report.add(PASS, "hook:get_tool_schemas", f"{len(schemas)} engine tool(s)" + (": " + ", ".join(s["name"] for s in schemas) if schemas else ""))
-
-        home = str(self.loaded.sandbox.path)
-        out = self.call("on_session_start", SESSION_ID, hermes_home=home, platform="cli", model=rt.model,
-                        context_length=ctx_len, conversation_id=None)
-        if not out.ok:
-            self.fault("on_session_start", out, status=WARN, context=" (Hermes swallows this)")
-
-        turns = doctor_session()
-        messages: list[dict[str, Any]] = []
-        system = {"role": "system", "content": "You are a coding agent. Use tools to read and fix code."}
-        n = len(turns)
-        for t, turn in enumerate(turns):
-            user, call_msg, *results, final = turn
-            messages.append(copy.deepcopy(user))
-            prompt = int(ctx_len * min(0.97, 0.2 + 0.8 * t / max(1, n - 1)))
-            self._select(system, messages, user, ctx_len, t)
-            self._response(prompt, t)
-            messages += copy.deepcopy([call_msg, *results])
-            if t == 1 and schemas:
-                self._engine_tool(schemas[0]["name"], messages)
-            messages = self._post_tool(messages, t, prompt)
-            self._response(prompt + 500, t)
-            messages.append(copy.deepcopy(final))
-            self._turn_complete(messages, prompt, t)
-        if not self.compressed:
-            self.report.add(WARN, "hook:should_compress", f"should_compress never returned True, even at 97% of a {ctx_len}-token window; calling compress(force=True) as /compress would")
-            messages = self._compress(messages, int(ctx_len * 0.97), force=True)
-        self._finish(messages)
-        return messages
-
-    def _select(self, system: dict, messages: list, user: dict, ctx_len: int, t: int) -> None:
-        if not self.profile.has("select_context"):
-            if t == 0:
-                self.report.add(PASS, "hook:select_context", f"not called: {self.profile.name} has no select_context")
-            return
-        if not engine_overrides_hook(self.engine, "select_context"):
-            if t == 0:
-                self.report.add(PASS, "hook:select_context", "not overridden: the host skips it (no call, no copies)")
-            return
-        request = [copy.deepcopy(system)] + copy.deepcopy(messages)
-        conv = copy.deepcopy(messages)
-        incoming = copy.deepcopy(user)
-        snap_conv, snap_inc, snap_req = copy.deepcopy(conv), copy.deepcopy(incoming), copy.deepcopy(request)
-        out = self.call("select_context", request, conversation_messages=conv, incoming_message=incoming, budget_tokens=ctx_len)
-        if not out.ok:
-            self.fault("select_context", out, context=f" (turn {t}; Hermes logs it and sends the unmodified request)")
-            return
-        value = out.value
-        if t == 0 or value is not None:
-            self.mutation("select_context", "conversation_messages (clones; harmless, but a sign of confusion)", snap_conv, conv)
-            self.mutation("select_context", "incoming_message", snap_inc, incoming)
-            if value is not request:
-                self.mutation("select_context", "request_messages (this changes the request in place)", snap_req, request)
-        if value is None:
-            if t == 0:
-                self.report.add(PASS, "hook:select_context", "returned None (request unchanged)")
-            return
-        if not isinstance(value, list) or not value or not all(isinstance(m, dict) for m in value):
-            self.report.add(FAIL, "validate:select_context", f"select_context returned {type(value).__name__}"
-                            f"{' (empty)' if value == [] else ''}; Hermes ignores it as 'not a non-empty list of dicts'")
-            return
-        if t == 0 or self.called.get("select_context") == 1:
-            self.validate("select_context", value, request=True)
-
-    def _response(self, prompt: int, t: int) -> None:
-        usage = _usage(prompt)
-        snap = dict(usage)
-        out = self.call("update_from_response", usage)
-        if not out.ok:
-            self.fault("update_from_response", out, context=f" (turn {t})")
-            return
-        self.mutation("update_from_response", "usage dict", snap, usage)
-        got = getattr(self.engine, "last_prompt_tokens", None)
-        if got != prompt and "update_from_response" not in self._bad_attrs:
-            self._bad_attrs.add("update_from_response")
-            self.report.add(WARN if isinstance(got, int) else FAIL, "tokens",
-                            f"last_prompt_tokens is {got!r} after update_from_response(prompt_tokens={prompt})")
-        self.check_attrs("update_from_response")
-
-    def _engine_tool(self, name: str, messages: list) -> None:
-        out = self.call("handle_tool_call", name, {}, messages=messages)
-        if out.timed_out:
-            self.fault("handle_tool_call", out)
-        elif not out.ok:
-            self.report.add(WARN, "hook:handle_tool_call", f"handle_tool_call({name!r}, {{}}) {out.describe()}; Hermes turns this into an error result", out.error or "")
-        elif not isinstance(out.value, str):
-            self.report.add(FAIL, "hook:handle_tool_call", f"handle_tool_call({name!r}) returned {type(out.value).__name__}; the result must be a string")
-        else:
-            self.report.add(PASS, "hook:handle_tool_call", f"handle_tool_call({name!r}, {{}}) returned a string")
-
-    def _post_tool(self, messages: list, t: int, prompt: int) -> list:
-        # Hermes (§2.7): last_prompt_tokens when positive, 0 for the -1 sentinel, else its rough
-        # estimate of the request, which for this synthetic session is the prompt size fed in.
-        raw = getattr(self.engine, "last_prompt_tokens", 0)
-        tokens = raw if isinstance(raw, int) and raw > 0 else (0 if raw == -1 else prompt)
-        out = self.call("should_compress", tokens)
-        if not out.ok:
-            self.fault("should_compress", out, context=f"({tokens})")
-            return messages
-        if not isinstance(out.value, bool) and "should_compress-type" not in self._bad_attrs:
-            self._bad_attrs.add("should_compress-type")
-            self.report.add(WARN, "hook:should_compress", f"should_compress returned {type(out.value).__name__}, not bool (Hermes uses its truth value)")
-        if self.profile.has("should_compress_info") and callable(getattr(self.engine, "should_compress_info", None)):
-            self._compress_info(tokens)  # Hermes looks before it calls
-        if out.value:
-            return self._compress(messages, tokens)
-        if self.profile.has("prune_tool_results_only") and engine_overrides_hook(self.engine, "prune_tool_results_only"):
-            snap = copy.deepcopy(messages)
-            pr = self.call("prune_tool_results_only", messages, current_tokens=tokens)
-            if not pr.ok:
-                self.fault("prune_tool_results_only", pr, status=WARN, context=" (Hermes swallows this)")
-            elif not (isinstance(pr.value, tuple) and len(pr.value) == 2 and isinstance(pr.value[1], int)):
-                self.report.add(FAIL, "hook:prune_tool_results_only", f"returned {type(pr.value).__name__}; expected (list, int)")
-            else:
-                pruned, count = pr.value
-                if pruned is not messages:
-                    self.mutation("prune_tool_results_only", "input list", snap, messages)
-                if count and pruned is not messages and self.validate("prune_tool_results_only", pruned):
-                    return list(pruned)
-                if pruned is messages:
-                    return messages
-        return messages
-
-    def _compress_info(self, tokens: int) -> None:
-        info = self.call("should_compress_info", tokens)
-        if not info.ok:
-            self.fault("should_compress_info", info)
-        elif not (isinstance(info.value, tuple) and len(info.value) == 2 and (info.value[1] is None or isinstance(info.value[1], str))):
-            if "info-shape" not in self._bad_attrs:
-                self._bad_attrs.add("info-shape")
-                self.report.add(FAIL, "hook:should_compress_info", f"should_compress_info returned {info.value!r}; expected (bool, str | None)")
-
-    def _compress(self, messages: list, tokens: int, *, force: bool = False) -> list:
-        # [M]: a private deep snapshot on a pooled thread; 0.19.0: the live list on the agent's
-        # thread (agent/conversation_compression.py:1059-1060), an in-place edit then commits.
-        live = self.profile.gates.compress_input == "live"
-        snapshot = messages if live else copy.deepcopy(messages)
-        before = copy.deepcopy(snapshot)
-        kwargs = compress_kwargs(self.engine, tokens, force=force)
-        pool = self.profile.on_pool("compress")
-        out = self.call("compress", snapshot, pool=pool, **kwargs)
-        self.compressed = True
-        if not out.ok:
-            if live and snapshot != before:
-                messages[:] = before
-            self.fault("compress", out, context=" (Hermes discards the attempt)")
-            return messages
-        if pool:
-            self.report.add(PASS, "thread:pool", f"compress ran on pool thread {out.thread_name}, not the thread that built the engine")
-        if live:
-            if out.value is snapshot and snapshot != before:
-                self.report.add(PASS, "hook:compress", f"compress edited the live list in place and returned it: "
-                                f"{self.profile.name} commits that")
-        elif snapshot != before:
-            self.report.add(WARN, "mutation:compress", "compress mutated its input list in place (Hermes [M] passes a private snapshot, "
-                            "but Hermes 0.19.0 passes the live transcript and restores it only if the result equals the input)")
-        result = out.value
-        if getattr(self.engine, "_last_compress_aborted", False):
-            self.report.add(WARN, "hook:compress", "compress set _last_compress_aborted: Hermes keeps the original messages")
-            return messages
-        if isinstance(result, list) and result == before:
-            if live and snapshot != before:
-                messages[:] = before  # Hermes puts the live list back (conversation_compression.py:1104-1106)
-            self.report.add(WARN, "hook:compress", "compress made no progress (result equals the input)")
-            return messages
-        if result is snapshot and not live:
-            self.report.add(FAIL, "hook:compress", f"compress returned its own (changed) input list: Hermes [M] treats "
-                            f"returning the snapshot object as a no-op and keeps the original, so the {len(before)} → "
-                            f"{len(result)} messages are never committed; return a new list")
-            return messages
-        if not self.validate("compress", result):
-            return messages
-        n_before, n_after = len(before), len(result)
-        self.report.add(PASS, "hook:compress", f"compress({', '.join(f'{k}=' for k in kwargs)}…) {n_before} → {n_after} messages"
-                        f" in {out.duration_s:.2f}s; compression_count={getattr(self.engine, 'compression_count', '?')!r}")
-        # Hermes' bookkeeping after a committed boundary (§4.6) and the boundary hook (§4.5).
-        for attr, value in (("last_prompt_tokens", -1), ("last_completion_tokens", 0), ("awaiting_real_usage_after_compression", True)):
-            with contextlib.suppress(Exception):
-                setattr(self.engine, attr, value)
-        sess = self.call("on_session_start", SESSION_ID, boundary_reason="compression", old_session_id=SESSION_ID,
-                         platform="cli", conversation_id=None)
-        if not sess.ok:
-            self.fault("on_session_start", sess, status=WARN, context=" (boundary after compression; Hermes swallows this)")
-        return list(result)
-
-    def _turn_complete(self, messages: list, prompt: int, t: int) -> None:
-        if not self.profile.has("on_turn_complete") or not engine_overrides_hook(self.engine, "on_turn_complete"):
-            return
-        clone = copy.deepcopy(messages)
-        snap = copy.deepcopy(clone)
-        out = self.call("on_turn_complete", clone, usage=_usage(prompt), turn_id=f"turn-{t}", task_id=None,
-                        api_call_count=2, interrupted=False, failed=False, turn_exit_reason="completed")
-        if not out.ok:
-            self.fault("on_turn_complete", out, status=WARN, context=" (Hermes logs a warning)")
-        elif t == 0:
-            self.mutation("on_turn_complete", "messages (a clone; harmless)", snap, clone)
-            self.report.add(PASS, "hook:on_turn_complete", "accepted the transcript clone, usage and turn metadata")
-
-    def _finish(self, messages: list) -> None:
-        out = self.call("update_from_response", {})
-        if not out.ok:
-            self.fault("update_from_response", out, context=" with an empty usage dict (Hermes sends {} while awaiting real usage)")
-        if not callable(getattr(self.engine, "get_status", None)):
-            self.report.add(WARN, "hook:get_status", "no get_status: Hermes' host never calls it, but the inspector "
-                            "shows no engine status for this engine")
-        elif not (out := self.call("get_status")).ok:
-            self.fault("get_status", out)
-        elif not isinstance(out.value, dict):
-            self.report.add(FAIL, "hook:get_status", f"get_status returned {type(out.value).__name__}, not a dict")
-        else:
-            self.report.add(PASS, "hook:get_status", f"get_status keys: {', '.join(map(str, out.value))}")
-        out = self.call("on_session_end", SESSION_ID, copy.deepcopy(messages))
-        if not out.ok:
-            self.fault("on_session_end", out, status=WARN, context=" (Hermes swallows this)")
-        out = self.call("on_session_reset")
-        if not out.ok:
-            self.fault("on_session_reset", out)
-        else:
-            left = {a: getattr(self.engine, a, None) for a in ("last_prompt_tokens", "last_completion_tokens", "last_total_tokens", "compression_count")}
-            nonzero = {a: v for a, v in left.items() if v != 0}
-            if nonzero:
-                self.report.add(WARN, "hook:on_session_reset", f"on_session_reset left {nonzero} (Hermes' default zeroes them)")
-            else:
-                self.report.add(PASS, "hook:on_session_reset", "token counters and compression_count zeroed")
-        self.check_attrs("the session")
-        if not any(f.check == "tokens" for f in self.report.findings):
-            self.report.add(PASS, "tokens", "token attributes stayed ints; last_prompt_tokens followed update_from_response")
+            report.add(PASS, "hook:on_session_reset", "token counters and compression_count zeroed")
+    observer.check_attrs("the session")
+    if not any(f.check == "tokens" for f in report.findings):
+        report.add(PASS, "tokens", "token attributes stayed ints; last_prompt_tokens followed update_from_response")
 
 
 # -- static checks ------------------------------------------------------------------------------
@@ -712,7 +523,7 @@ def run_doctor(
             if abc_ok is False and not callable(getattr(loaded.engine, "compress", None)):
                 report.add(FAIL, "hooks", "hooks not exercised: the engine lacks the required methods")
             else:
-                run_driver = driver or (lambda ld, rp, to, ag: HookDriver(ld, rp, to, ag).run())
+                run_driver = driver or drive_host
                 _guarded_check(report, "hooks", run_driver, loaded, report, timeout, agent)
                 if profile.gates.compress_input == "live":
                     # 0.19.0 deep-copies the engine for each agent (agent/agent_init.py:1851-1870) and

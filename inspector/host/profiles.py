@@ -119,16 +119,16 @@ class HostProfile:
 # Hooks both versions call, in the order an agent first calls them.
 _COMMON = (
     HookRow("update_model", EV_UPDATE_MODEL, REQUIRED, INLINE,
-            ("model", "context_length", "base_url", "provider", "api_mode")),
+            ("model", "context_length", "base_url", "provider", "api_mode", "model_thresholds", "reason")),
     HookRow("bind_session_state", "bind_session_state", CHECKED, INLINE, ("session_id",)),
     HookRow("get_tool_schemas", EV_TOOL_SCHEMAS, REQUIRED, INLINE),
     HookRow("on_session_start", EV_SESSION_START, CHECKED, INLINE,
             ("session_id", "platform", "model", "context_length", "hermes_home", "boundary_reason")),
     HookRow("should_defer_preflight_to_real_usage", EV_DEFER, OVERRIDDEN, INLINE, ("rough_tokens",)),
-    HookRow("should_compress", EV_SHOULD, REQUIRED, INLINE, ("prompt_tokens", "site")),
+    HookRow("should_compress", EV_SHOULD, REQUIRED, INLINE, ("prompt_tokens", "site", "figure")),
     HookRow("update_from_response", EV_RESPONSE, REQUIRED, INLINE, ("usage",)),
     HookRow("handle_tool_call", EV_TOOL, REQUIRED, INLINE, ("name", "args", "call_id")),
-    HookRow("on_session_end", EV_SESSION_END, CHECKED, INLINE, ("session_id", "messages")),
+    HookRow("on_session_end", EV_SESSION_END, CHECKED, INLINE, ("session_id", "messages", "reason")),
 )
 
 HERMES_0_19_0 = HostProfile(
@@ -137,7 +137,8 @@ HERMES_0_19_0 = HostProfile(
     description="the hermes-agent 0.19.0 release (verified against its AIAgent)",
     hooks=_COMMON + (
         # compress runs on the agent's thread with the live list (agent/conversation_compression.py:1034-1060).
-        HookRow("compress", EV_COMPRESS, REQUIRED, INLINE, ("messages", "site", "kwargs", "tokens_before")),
+        HookRow("compress", EV_COMPRESS, REQUIRED, INLINE,
+                ("messages", "site", "kwargs", "tokens_before", "host_thread")),
     ),
     gates=GateRules(pre_api_tokens="rough", post_tool_tokens="last_prompt", post_tool_waits_for_usage=False,
                     compress_input="live", in_place_commits=True, status_in_loop=False, tool_results_each=True,
