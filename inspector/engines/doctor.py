@@ -130,7 +130,7 @@ SYSTEM_PROMPT = "You are a coding agent. Use tools to read and fix code."
 
 # The provider reports a full window (97 %) for a request of this many messages: the system prompt
 # and four turns of the doctor session, so over eight turns the window fills, is compacted and
-# fills again, and every compaction is judged more than once.
+# fills again: the engine compacts more than once, as in a long session.
 MESSAGES_TO_FILL = 21
 
 

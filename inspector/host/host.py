@@ -29,21 +29,14 @@ from inspector.host import capture
 from inspector.host.assembly import RequestAssembly
 from inspector.host.calibration import UsageModel
 from inspector.host.clock import SessionClock
-from inspector.host.compaction import (  # noqa: F401  (importable from here, as before the split)
-    CONTINUE_MARKER,
-    SUMMARY_PREFIXES,
-    TIMEOUT_RESTORE_FIELDS,
-    Compaction,
-    is_real_user,
-    supported_compress_kwargs,
-)
+from inspector.host.compaction import Compaction, supported_compress_kwargs  # noqa: F401  (imported from here)
 from inspector.host.differences import HOST_DIFFERENCES  # noqa: F401
 from inspector.host.gates import CompactionGates, reported_context_limit  # noqa: F401
 from inspector.host.guard import CallOutcome, HookAbandoned
 from inspector.host.profiles import HostProfile, profile_for
 from inspector.host.recorder import HOOK_TIMEOUTS_BEFORE_SKIP, HookRecorder  # noqa: F401
 from inspector.host.responders import ProviderResponse, Responder
-from inspector.host.settings import API_MODES, HostSettings, resolved_api_mode  # noqa: F401
+from inspector.host.settings import HostSettings, resolved_api_mode  # noqa: F401
 from inspector.host.values import as_int, clone, jsonable
 from inspector.llm.secrets import config_secrets
 from inspector.trace.model import (

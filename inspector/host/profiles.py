@@ -55,10 +55,10 @@ class HookRow:
     """One engine hook as a profile's host calls it."""
 
     hook: str
-    event: str
-    call: str = REQUIRED
-    thread: str = INLINE
-    records: tuple[str, ...] = ()
+    event: str  # the trace event kind a call is recorded as
+    call: str = REQUIRED  # REQUIRED, CHECKED or OVERRIDDEN: whether the host calls it at all
+    thread: str = INLINE  # INLINE (the host's thread) or POOL (a pooled daemon thread)
+    records: tuple[str, ...] = ()  # the arguments the trace records (the recorder keeps no others)
 
 
 @dataclass(frozen=True)

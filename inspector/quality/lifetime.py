@@ -14,7 +14,7 @@ appear. For each one the lifetime lists
   history holding it again, or an engine tool's result (``lcm_expand``) quoting its text.
 
 Everything comes from the recorded requests (content-addressed keys) and the compress, prune,
-select and tool events (``inspector/host/host.py`` records them), so a saved trace gives the same
+select and tool events (``inspector/host/recorder.py`` records them), so a saved trace gives the same
 lifetimes as the run it came from.
 """
 

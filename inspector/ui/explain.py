@@ -1,8 +1,8 @@
 """Why a hook decided what it did: its arguments, its return value and, for a gate, the figure it
 compared, the threshold it compared it with, and where both came from. Qt-free.
 
-The host records every hook's arguments and result in the event (``inspector.host.host``:
-``_call``'s ``record_args``); this module turns them into lines a person reads, in the one
+The host records every hook's arguments and result in the event (``inspector.host.recorder``:
+the hook table's recorded arguments); this module turns them into lines a person reads, in the one
 vocabulary every panel uses for token counts (:data:`COUNT_KINDS`).
 
 Where the gate's figure came from follows the host's three call sites (hermes-host.md §2.3):
