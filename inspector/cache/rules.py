@@ -134,7 +134,27 @@ def load_rules(path: str | Path | None = None) -> Rules:
     return _build(raw, " + ".join(sources), tuple(sources))
 
 
+# Parsed tables by (file, size, modification time): every replay builds a simulator, and parsing the
+# bundled YAML cost more than replaying a short session. A changed file is read again.
+_PARSED: dict[tuple[str, int, int], dict[str, Any]] = {}
+
+
 def _read(path: Path) -> dict[str, Any]:
+    try:
+        st = path.stat()
+        stamp = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    except OSError as exc:
+        raise RulesError(f"{path}: cannot read the cache rule table: {exc}") from exc
+    parsed = _PARSED.get(stamp)
+    if parsed is None:
+        parsed = _parse(path)
+        if len(_PARSED) >= 16:
+            _PARSED.clear()
+        _PARSED[stamp] = parsed
+    return copy.deepcopy(parsed)
+
+
+def _parse(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

@@ -20,8 +20,9 @@ lifetimes as the run it came from.
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,95 @@ MIN_QUOTE_CHARS = 24  # shorter texts ("ok", "Done.") are quoted by chance, not 
 QUOTE_CHARS = 160  # how much of a message's text a tool result must contain to count as returning it
 
 
+class Requests(Sequence[int]):
+    """Ascending request indices held as runs (``[start, length, ...]``, as saved), not one per request.
+
+    A message stays in the context for hundreds or thousands of consecutive requests; a list of
+    every one of them made the pass (and its memory) grow with turns × context. Reads as a
+    sequence of ints and compares equal to a list of the same ints.
+    """
+
+    __slots__ = ("_flat", "_ends")
+
+    def __init__(self, values: Sequence[int] = ()) -> None:
+        self._flat: list[int] = []
+        self._ends: list[int] | None = None  # cumulative lengths, built on the first indexed read
+        for v in values:
+            self.append(v)
+
+    @classmethod
+    def from_runs(cls, flat: Sequence[Any]) -> Requests:
+        out = cls()
+        for i in range(0, len(flat) - 1, 2):
+            out.add_run(int(flat[i]), int(flat[i + 1]))
+        return out
+
+    def add_run(self, start: int, length: int) -> None:
+        """Append ``start .. start+length-1`` (merged into the last run when it continues it)."""
+        if length <= 0:
+            return
+        flat = self._flat
+        if flat and flat[-2] + flat[-1] == start:
+            flat[-1] += length
+        else:
+            flat += [start, length]
+        self._ends = None
+
+    def append(self, value: int) -> None:
+        self.add_run(value, 1)
+
+    def runs(self) -> list[int]:
+        """The runs as ``[start, length, ...]`` (what :func:`_ranges` makes of the list)."""
+        return list(self._flat)
+
+    def __len__(self) -> int:
+        return sum(self._flat[1::2])
+
+    def __bool__(self) -> bool:
+        return bool(self._flat)
+
+    def __iter__(self) -> Iterator[int]:
+        flat = self._flat
+        for i in range(0, len(flat), 2):
+            yield from range(flat[i], flat[i] + flat[i + 1])
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return list(self)[index]
+        flat = self._flat
+        if index == 0 and flat:
+            return flat[0]
+        if index == -1 and flat:
+            return flat[-2] + flat[-1] - 1
+        ends = self._ends
+        if ends is None:
+            ends, total = [], 0
+            for i in range(1, len(flat), 2):
+                total += flat[i]
+                ends.append(total)
+            self._ends = ends
+        n = ends[-1] if ends else 0
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("request index out of range")
+        run = bisect.bisect_right(ends, index)
+        before = ends[run - 1] if run else 0
+        return flat[2 * run] + index - before
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Requests):
+            return self._flat == other._flat
+        if isinstance(other, (list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Requests({list(self)!r})" if len(self._flat) <= 8 else f"Requests(runs={self._flat!r})"
+
+
 @dataclass(slots=True)
 class LifeEvent:
     kind: str
@@ -74,7 +164,7 @@ class MessageLife:
     index: int
     key: str  # its key when it first appeared
     role: str
-    sent: list[int] = field(default_factory=list)  # request indices, ascending
+    sent: Requests = field(default_factory=Requests)  # request indices, ascending
     events: list[LifeEvent] = field(default_factory=list)
 
     def first(self, kind: str) -> LifeEvent | None:
@@ -86,12 +176,12 @@ class MessageLife:
         return next((e for e in self.events if e.kind in (SUMMARISED, DROPPED)), None)
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "role": self.role, "sent": _ranges(self.sent),
+        return {"key": self.key, "role": self.role, "sent": self.sent.runs(),
                 "events": [e.to_json() for e in self.events]}
 
     @classmethod
     def from_json(cls, index: int, data: dict[str, Any]) -> MessageLife:
-        return cls(index, str(data["key"]), str(data.get("role", "")), _unranges(data.get("sent", [])),
+        return cls(index, str(data["key"]), str(data.get("role", "")), Requests.from_runs(data.get("sent", [])),
                    [LifeEvent.from_json(e) for e in data.get("events", [])])
 
 
@@ -183,7 +273,7 @@ def life_segments(life: MessageLife, n_requests: int) -> list[tuple[int, int, in
     removed_req = removed.request if removed is not None else None
     out_code = CELL_SUMMARISED if removed is not None and removed.kind == SUMMARISED else CELL_DROPPED
     segs: list[tuple[int, int, int]] = []
-    flat = _ranges(life.sent)
+    flat = life.sent.runs()
     been_out = False
     pos = life.sent[0]
     for i in range(0, len(flat), 2):
@@ -229,6 +319,23 @@ def _unranges(flat: Sequence[Any]) -> list[int]:
     return out
 
 
+def _common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the common prefix of two key lists, by slice comparisons (done in C)."""
+    n = min(len(a), len(b))
+    if type(a) is not type(b):
+        a, b = list(a[:n]), list(b[:n])
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def _identity(msg: dict[str, Any]) -> tuple[Any, ...] | None:
     """What survives a rewrite of a message in place: its role and tool call ids (None: nothing)."""
     role = msg.get("role")
@@ -262,6 +369,15 @@ class _Builder:
         self._out_of_request: set[int] = set()  # left out of the previous request
         self._quotes: dict[int, str] = {}
         self._history: tuple[Sequence[str], list[int | None]] = ((), [])  # the history as last known
+        # What the previous request sent, kept so a request handles only what changed since: the
+        # messages it sent (each with the first request of its current run of consecutive
+        # requests), whether that was its whole history and nothing has rewritten it since, and
+        # the messages a compaction removed since.
+        self._open: dict[int, int] = {}
+        self._last_request: int | None = None
+        self._plain = False
+        self._gone_since: list[int] = []
+        self._ever_sent: set[int] = set()
 
     # -- message identity ------------------------------------------------------------------
     def _new(self, key: str) -> int:
@@ -282,31 +398,34 @@ class _Builder:
         put back (``returns``: in its rewrite or selection; new input the host appends is never a
         return, even when its text repeats one), or, with ``create``, a new session message.
         """
-        n = min(len(keys), len(ref_keys))
-        p = 0
-        while p < n and keys[p] == ref_keys[p]:
-            p += 1
+        p = _common_prefix(keys, ref_keys)
         out: list[int | None] = list(ref_ids[:p])
-        pool: dict[str, deque[int]] = {}
-        for k, i in zip(ref_keys[p:], ref_ids[p:]):
-            if i is not None:
-                pool.setdefault(k, deque()).append(i)
         rest = keys[p:]
         found: list[int | None] = [None] * len(rest)
-        order = range(len(rest) - 1, -1, -1) if from_end else range(len(rest))
-        taken: set[int] = set(out)
-        for pos in order:
-            q = pool.get(rest[pos])
-            if q:
-                found[pos] = q.pop() if from_end else q.popleft()
-                taken.add(found[pos])  # type: ignore[arg-type]
+        if p < len(ref_keys):
+            pool: dict[str, deque[int]] = {}
+            for k, i in zip(ref_keys[p:], ref_ids[p:]):
+                if i is not None:
+                    pool.setdefault(k, deque()).append(i)
+            order = range(len(rest) - 1, -1, -1) if from_end else range(len(rest))
+            for pos in order:
+                q = pool.get(rest[pos])
+                if q:
+                    found[pos] = q.pop() if from_end else q.popleft()
+        # the messages already placed, built only when a key could be a return (most lists have none)
+        taken: set[int | None] | None = None
         for pos, k in enumerate(rest):
             if found[pos] is not None or k in self._summary_index:
                 continue
-            back = [i for i in self.instances.get(k, ()) if i in self._gone and i not in taken] if returns else []
+            back = [i for i in self.instances.get(k, ()) if i in self._gone] if returns else []
+            if back:
+                if taken is None:
+                    taken = set(out)
+                    taken.update(found)
+                back = [i for i in back if i not in taken]
             if back:
                 found[pos] = back[-1]
-                taken.add(back[-1])
+                taken.add(back[-1])  # type: ignore[union-attr]
             elif create:
                 found[pos] = self._new(k)
         return out + found
@@ -367,6 +486,7 @@ class _Builder:
                 self._summary_index[k] = len(self.summary_keys)
                 self.summary_keys.append(k)
         self._history = (list(after), after_ids)
+        self._plain = False
         gone: list[int] = []
         for i in before_ids:
             if i is None or i in present or i in gone:
@@ -379,6 +499,7 @@ class _Builder:
             kind = SUMMARISED if summaries else DROPPED
             self.messages[i].events.append(LifeEvent(kind, event, None, "", target))
             self._gone[i] = kind
+            self._gone_since.append(i)
         comp = Compaction(event, sorted(gone), summaries, None)
         self.compactions.append(comp)
         self._pending.append(comp)
@@ -411,30 +532,66 @@ class _Builder:
         return self._quotes[i]
 
     def on_request(self, ev: Any) -> None:
+        """What the request sent, left out and brought back, from what changed since the previous one.
+
+        A history nearly always grows between requests: then the request sends what the previous
+        one sent plus the appended messages, and only those are looked at. Otherwise (a rewrite,
+        a selection) the sets are compared whole, in C. A message's consecutive requests are one
+        run of :class:`Requests`, closed when a request no longer sends it.
+        """
         req = self.trace.requests[ev.request]
         assembled = self._body(self.store.get_list(req.assembled))
-        ids = self._map(assembled, *self._history, create=True, returns=False)
+        prev_keys, prev_ids = self._history
+        ids = self._map(assembled, prev_keys, prev_ids, create=True, returns=False)
         self._history = (assembled, ids)
-        in_history = {i for i in ids if i is not None}
         selected = self.store.get_list(req.selected) if req.selected != req.assembled else None
-        if selected is None:
-            sent = in_history
+        if self._last_request is not None and req.index != self._last_request + 1:
+            self._close_runs()  # not the next request: every run so far ends at the last one
+        open_runs = self._open
+        grown = (selected is None and self._plain and bool(open_runs) and len(ids) >= len(prev_ids)
+                 and _common_prefix(assembled, prev_keys) == len(prev_keys))
+        in_history: set[int | None] = set()
+        if grown:  # sends what the previous request sent, plus the appended messages
+            added = {i for i in ids[len(prev_ids):] if i is not None and i not in open_runs}
+            stopped: set[int] = set()
         else:
-            sent = {i for i in self._map(self._body(selected), assembled, ids, create=False) if i is not None}
-        for i in sorted(sent):
+            in_history = set(ids)
+            in_history.discard(None)
+            if selected is None:
+                sent: set[int | None] = in_history
+            else:
+                sent = set(self._map(self._body(selected), assembled, ids, create=False))
+                sent.discard(None)
+            added = sent - open_runs.keys()  # type: ignore[assignment]
+            stopped = open_runs.keys() - sent  # type: ignore[assignment]
+        # sent in the previous request, then removed by a compaction, and sent again now
+        back = sorted({i for i in self._gone_since if i in self._gone and i in open_runs and i not in stopped})
+        self._gone_since = []
+        how = "select_context" if req.selected_by_engine else "history"
+        for i in back:
+            self.messages[i].events.append(LifeEvent(RESTORED, ev.index, req.index, how))
+            del self._gone[i]
+        for i in sorted(added):
             life = self.messages[i]
-            if not life.sent:
+            if i not in self._ever_sent:
                 life.events.append(LifeEvent(FIRST, ev.index, req.index))
+                self._ever_sent.add(i)
             elif i in self._gone or i in self._out_of_request:
-                how = "select_context" if req.selected_by_engine else "history"
                 life.events.append(LifeEvent(RESTORED, ev.index, req.index, how))
-            life.sent.append(req.index)
+            open_runs[i] = req.index
             self._gone.pop(i, None)
-        out = (in_history - sent) if selected is not None else set()
-        for i in sorted(out - self._out_of_request):
-            if self.messages[i].sent:
+        for i in stopped:
+            start = open_runs.pop(i)
+            self.messages[i].sent.add_run(start, self._last_request - start + 1)  # type: ignore[operator]
+        if selected is not None:
+            out = (in_history - open_runs.keys()) & self._ever_sent
+            for i in sorted(out - self._out_of_request):
                 self.messages[i].events.append(LifeEvent(LEFT_OUT, ev.index, req.index, "select_context"))
-        self._out_of_request = {i for i in out if self.messages[i].sent}
+            self._out_of_request = out  # type: ignore[assignment]
+        else:
+            self._out_of_request = set()
+        self._plain = selected is None
+        self._last_request = req.index
         for comp in self._pending:
             comp.next_request = req.index
             for i in comp.removed:
@@ -442,6 +599,11 @@ class _Builder:
                     if e.event == comp.event and e.request is None:
                         e.request = req.index
         self._pending = []
+
+    def _close_runs(self) -> None:
+        for i, start in self._open.items():
+            self.messages[i].sent.add_run(start, self._last_request - start + 1)  # type: ignore[operator]
+        self._open = {}
 
     def build(self) -> Lifetimes:
         for ev in self.trace.events:
@@ -455,6 +617,7 @@ class _Builder:
                 self.on_prune(ev)
             elif kind == EV_TOOL:
                 self.on_tool(ev)
+        self._close_runs()
         return Lifetimes(self.messages, self.compactions, len(self.trace.requests), self.instances, self.summary_keys)
 
 

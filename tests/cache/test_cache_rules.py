@@ -90,6 +90,22 @@ def test_user_file_overrides_key_by_key(tmp_path):
     assert str(path) in rules.sources
 
 
+def test_a_user_file_changed_after_a_load_is_read_again(tmp_path):
+    """Parsed tables are reused between replays, but never a stale one."""
+    path = tmp_path / "mine.yaml"
+
+    def write(lookback):
+        path.write_text("version: 1\nprofiles:\n  anthropic:\n    lookback_blocks: "
+                        f"{{value: {lookback}, source: my run, snapshot: 2026-12-01, status: observed}}\n",
+                        encoding="utf-8")
+
+    write(10)
+    assert load_rules(path).profile("anthropic").lookback_blocks == 10
+    assert load_rules(path).profile("anthropic").lookback_blocks == 10  # the parsed table, reused
+    write(125)
+    assert load_rules(path).profile("anthropic").lookback_blocks == 125
+
+
 def test_user_value_without_source_is_refused(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text(

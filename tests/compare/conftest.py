@@ -109,16 +109,19 @@ def synthetic_trace(calls_per_turn: list[int], *, compress_before: set[tuple[int
     trace = Trace(meta={"label": "synthetic"})
     store = trace.store
     history = [{"role": "system", "content": "sys"}]
+    keys = [store.put(m) for m in history]  # each message keyed once: a request's list is the keys so far
     comps = 0
     tokens = base_tokens
     for turn, n in enumerate(calls_per_turn):
         history.append({"role": "user", "content": f"turn {turn}"})
+        keys.append(store.put(history[-1]))
         trace.add_event(Event(index=0, kind=EV_TURN, turn=turn, state=_state(comps, tokens)))
         for call in range(n):
             if (turn, call) in compress_before:
-                before = store.put_messages(history)
+                before = store.put_list(keys)
                 history = [history[0], {"role": "user", "content": f"summary before {turn}.{call}"}]
-                after = store.put_messages(history)
+                keys = [store.put(m) for m in history]
+                after = store.put_list(keys)
                 comps += 1
                 tokens = base_tokens
                 trace.add_event(Event(index=0, kind=EV_COMPRESS, turn=turn, duration=0.01,
@@ -128,7 +131,8 @@ def synthetic_trace(calls_per_turn: list[int], *, compress_before: set[tuple[int
                                       state=_state(comps, tokens)))
             tokens += 100
             history.append({"role": "assistant", "content": f"answer {turn}.{call}"})
-            lid = store.put_messages(history)
+            keys.append(store.put(history[-1]))
+            lid = store.put_list(keys)
             req = Request(index=len(trace.requests), turn=turn, call=call, event=0, assembled=lid, selected=lid,
                           tokens={"tiktoken": tokens, "completion": 5},
                           usage={"prompt_tokens": tokens, "completion_tokens": 5, "cache_read_tokens": tokens // 2,
