@@ -20,6 +20,9 @@ def main() -> None:
         # The config reaches the worker as data, not through load_config: the one scrubber must
         # still know which variables it names as holding a key (api_key_env: LOCALTOKEN).
         register_config(job.get("config"))
+        from inspector.tokens.persistent import serve_worker
+
+        serve_worker(job.get("token_cache"))  # read-only; the supervisor writes what the job counted
         rt = Runtime(writer, work)
         rt.start(job.get("memory_mb"))
         writer.send({"type": "hello", "pid": os.getpid()})
