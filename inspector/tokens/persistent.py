@@ -229,7 +229,7 @@ class TokenCache:
 _OPEN: dict[str, TokenCache] = {}
 _OPEN_LOCK = threading.Lock()
 _ALL: weakref.WeakSet[TokenCache] = weakref.WeakSet()
-_WORKER: list[bool] = []  # [True] in a worker process: every cache it opens is read-only
+_IN_WORKER = False  # in a worker process every cache it opens is read-only (serve_worker)
 
 
 def open_cache(config: dict[str, Any] | None = None) -> TokenCache | None:
@@ -241,15 +241,16 @@ def open_cache(config: dict[str, Any] | None = None) -> TokenCache | None:
     with _OPEN_LOCK:
         cache = _OPEN.get(key)
         if cache is None:
-            cache = _OPEN[key] = TokenCache(path, read_only=bool(_WORKER))
+            cache = _OPEN[key] = TokenCache(path, read_only=_IN_WORKER)
             _ALL.add(cache)
     return cache
 
 
 def serve_worker(path: str | None) -> None:
     """In a worker: the cache is the file its supervisor opened (None: no cache), read-only."""
+    global _IN_WORKER
     os.environ[ENV_VAR] = path if isinstance(path, str) and path else "off"
-    _WORKER[:] = [True]
+    _IN_WORKER = True
 
 
 def worker_counts() -> dict[str, Any]:
