@@ -16,6 +16,19 @@ change to the rules makes old rows unreachable rather than wrong.
 It is only a cache: a folder that cannot be written, a locked or damaged file, or
 ``CONTEXT_INSPECTOR_TOKEN_CACHE=off`` turn it off for the run (:attr:`TokenCache.problem` says
 why) and counting goes on in memory.
+
+Replays run in worker processes (:mod:`inspector.worker`), which may not write it: inside
+bubblewrap the cache folder is read-only, and a worker ends with ``os._exit``, before any exit
+handler could flush. So the process that starts a worker opens the cache first (its open
+connection keeps the WAL's ``-shm`` and ``-wal`` files, which a read-only reader needs) and hands
+the worker the path; the worker reads it read-only (:func:`serve_worker`), keeps the counts it
+had to make itself, and sends them back with its ``done`` frame (:func:`worker_counts`). The
+supervisor writes them in one transaction (:func:`store_worker_counts`), refusing the whole set
+unless every entry has the shape our own counting makes: a namespace of one of our tokenizers and
+today's rules, a content key of hex digits, a count that is a non-negative integer, and at most
+``MAX_WORKER_ENTRIES`` of them. That bounds what a hostile engine, which runs in the worker's
+process, can add to the file; it cannot stop one from sending wrong counts for well-formed keys,
+which later runs would then read (rows are never overwritten, so a count already stored stays).
 """
 
 from __future__ import annotations
@@ -24,6 +37,7 @@ import atexit
 import functools
 import hashlib
 import os
+import re
 import sqlite3
 import threading
 import weakref
@@ -36,6 +50,11 @@ FILE_NAME = "token-counts.sqlite"
 FLUSH_EVERY = 2048  # pending counts written in one transaction
 BUSY_TIMEOUT_MS = 30_000
 _OFF = frozenset({"off", "0", "false", "no", "none", ""})
+MAX_WORKER_ENTRIES = 200_000  # new counts one worker may hand back (a 150 MB session has fewer messages)
+MAX_COUNT = 2**31 - 1
+# The keys TokenCounter stores: a message's content key (trace.model.message_key, 20 hex digits, or
+# counter.content_hash, 24), or a tool list's ("tools:" + 24).
+_WORKER_KEY = re.compile(r"(?:tools:)?[0-9a-f]{16,32}")
 
 
 def user_cache_dir() -> Path:
@@ -85,11 +104,13 @@ class TokenCache:
     """Counts by (namespace, content key) in one SQLite file; one instance per process and path.
 
     Reads go straight to the file (a primary-key lookup); writes are buffered and flushed in
-    batches, at :meth:`flush` and when the process exits.
+    batches, at :meth:`flush` and when the process exits. ``read_only`` (a worker's): the file is
+    only read, and new counts stay pending (at most ``MAX_WORKER_ENTRIES``) for :meth:`take_new`.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self.problem: str | None = None
         self._pending: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
@@ -97,6 +118,12 @@ class TokenCache:
         self.hits = 0
         self.misses = 0
         try:
+            if read_only:
+                conn = sqlite3.connect(self.path.absolute().as_uri() + "?mode=ro", uri=True, isolation_level=None,
+                                       timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+                conn.execute("SELECT 1 FROM counts LIMIT 1")  # a file without our table is no cache
+                self._conn = conn
+                return
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                    check_same_thread=False)
@@ -144,6 +171,10 @@ class TokenCache:
         if self._conn is None:
             return
         with self._lock:  # replays on several threads may share a counter (compare)
+            if self.read_only:
+                if len(self._pending) < MAX_WORKER_ENTRIES:
+                    self._pending[(namespace, key)] = n
+                return
             self._pending[(namespace, key)] = n
             full = len(self._pending) >= FLUSH_EVERY
         if full:
@@ -155,11 +186,22 @@ class TokenCache:
 
     def flush(self) -> None:
         """Write the pending counts in one transaction (a row another process wrote first is kept)."""
+        if self.read_only:
+            return
         with self._lock:
             pending, self._pending = self._pending, {}
-        if not pending or self._conn is None:
+        self.write([(ns, key, n) for (ns, key), n in pending.items()])
+
+    def take_new(self) -> list[tuple[str, str, int]]:
+        """A read-only cache's new counts, (namespace, key, count), handed over once."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        return [(ns, key, n) for (ns, key), n in pending.items()]
+
+    def write(self, rows: list[tuple[str, str, int]]) -> None:
+        """Store ``rows`` in one transaction."""
+        if not rows or self._conn is None or self.read_only:
             return
-        rows = [(ns, key, n) for (ns, key), n in pending.items()]
         try:
             with self._lock:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -187,6 +229,7 @@ class TokenCache:
 _OPEN: dict[str, TokenCache] = {}
 _OPEN_LOCK = threading.Lock()
 _ALL: weakref.WeakSet[TokenCache] = weakref.WeakSet()
+_IN_WORKER = False  # in a worker process every cache it opens is read-only (serve_worker)
 
 
 def open_cache(config: dict[str, Any] | None = None) -> TokenCache | None:
@@ -198,9 +241,70 @@ def open_cache(config: dict[str, Any] | None = None) -> TokenCache | None:
     with _OPEN_LOCK:
         cache = _OPEN.get(key)
         if cache is None:
-            cache = _OPEN[key] = TokenCache(path)
+            cache = _OPEN[key] = TokenCache(path, read_only=_IN_WORKER)
             _ALL.add(cache)
     return cache
+
+
+def serve_worker(path: str | None) -> None:
+    """In a worker: the cache is the file its supervisor opened (None: no cache), read-only."""
+    global _IN_WORKER
+    os.environ[ENV_VAR] = path if isinstance(path, str) and path else "off"
+    _IN_WORKER = True
+
+
+def worker_counts() -> dict[str, Any]:
+    """In a worker: the counts it made that the cache lacked, by namespace, for the ``done`` frame."""
+    entries: dict[str, list[list[Any]]] = {}
+    hits = misses = 0
+    with _OPEN_LOCK:
+        caches = list(_OPEN.values())
+    for cache in caches:
+        hits, misses = hits + cache.hits, misses + cache.misses
+        for ns, key, n in cache.take_new():
+            entries.setdefault(ns, []).append([key, n])
+    return {"entries": entries, "hits": hits, "misses": misses}
+
+
+def _worker_rows(report: Any) -> list[tuple[str, str, int]]:
+    """The rows of a worker's report, or ValueError saying why the whole report is refused."""
+    from inspector.tokens.encodings import SPECS
+
+    entries = report.get("entries") if isinstance(report, dict) else None
+    if not isinstance(entries, dict):
+        raise ValueError("not a report of new counts")
+    namespaces = {f"{name}:{rules_hash()}" for name in SPECS}
+    rows: list[tuple[str, str, int]] = []
+    for ns, items in entries.items():
+        if ns not in namespaces:
+            raise ValueError(f"unknown namespace {str(ns)[:60]!r}")
+        if not isinstance(items, list) or len(rows) + len(items) > MAX_WORKER_ENTRIES:
+            raise ValueError(f"more than {MAX_WORKER_ENTRIES:,} entries, or not a list")
+        for item in items:
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+                    and _WORKER_KEY.fullmatch(item[0]) and type(item[1]) is int and 0 <= item[1] <= MAX_COUNT):
+                raise ValueError(f"a malformed entry {str(item)[:80]}")
+            rows.append((ns, item[0], item[1]))
+    return rows
+
+
+def store_worker_counts(cache: TokenCache | None, report: Any) -> dict[str, Any]:
+    """In the supervisor: write a worker's new counts to ``cache``; what happened, for the outcome."""
+    out: dict[str, Any] = {}
+    if isinstance(report, dict):
+        out = {k: report[k] for k in ("hits", "misses") if type(report.get(k)) is int}
+    if cache is None or not cache.enabled or report is None:
+        return out
+    try:
+        rows = _worker_rows(report)
+    except ValueError as exc:
+        out["refused"] = str(exc)
+        return out
+    cache.write(rows)
+    out["new"] = len(rows)
+    if cache.problem:
+        out["problem"] = cache.problem
+    return out
 
 
 def forget_open_caches() -> None:

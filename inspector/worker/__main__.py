@@ -24,6 +24,9 @@ def main() -> None:
             from inspector.worker.egress import serve_in_sandbox
 
             serve_in_sandbox(job["egress"])
+        from inspector.tokens.persistent import serve_worker
+
+        serve_worker(job.get("token_cache"))  # read-only; the supervisor writes what the job counted
         rt = Runtime(writer, work)
         rt.start(job.get("memory_mb"))
         writer.send({"type": "hello", "pid": os.getpid()})

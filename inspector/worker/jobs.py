@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from inspector.tokens.persistent import worker_counts
 from inspector.worker.codec import TraceStreamer, session_from_json
 from inspector.worker.runtime import Runtime
 
@@ -144,7 +145,8 @@ def replay_job(rt: Runtime, job: dict[str, Any]) -> None:
         except Exception:
             pass
     streamer = state["streamer"]
-    rt.send("done", status=status, batch=streamer.batch(final=True) if streamer is not None else None)
+    rt.send("done", status=status, batch=streamer.batch(final=True) if streamer is not None else None,
+            token_counts=worker_counts())
 
 
 def discover_job(rt: Runtime, job: dict[str, Any]) -> None:
@@ -228,7 +230,7 @@ def follow_job(rt: Runtime, job: dict[str, Any]) -> None:
             rt.send("meta", meta=final.meta)
         batch = streamer.batch(final=True)
     rt.send("done", status="ok", batch=batch, refused=follower.refused, last_error=follower.last_error,
-            played=follower.played)
+            played=follower.played, token_counts=worker_counts())
 
 
 def chat_job(rt: Runtime, job: dict[str, Any]) -> None:

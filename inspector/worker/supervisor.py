@@ -51,6 +51,7 @@ CANCEL_GRACE = 1.0  # after a cancel, seconds the worker has to send its partial
 ECHO_LIMIT = 256 * 1024  # characters of a worker's stdout/stderr shown on the terminal
 POLL = 0.05
 STARTUP_LIMIT = 120.0  # seconds a worker may take to start (imports on a loaded machine)
+COUNTING_JOBS = ("replay", "follow")  # the jobs whose ``done`` frame hands back new token counts
 
 STATUS_OK = "ok"
 STATUS_CANCELLED = "cancelled"
@@ -131,6 +132,8 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)  # what loading the engine warned about
     isolation: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    # The persistent token cache as the worker used it: hits, misses, new (counts written), refused
+    token_cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -202,12 +205,10 @@ def _stack_traceback(stack: str | None) -> str | None:
 def worker_environment(config: dict[str, Any], work: str) -> dict[str, str]:
     """The worker's environment: ours, without key-like variables unless the config uses an endpoint."""
     from inspector.llm.secrets import is_secret_name, key_env_names
-    from inspector.tokens.persistent import ENV_VAR as TOKEN_CACHE_VAR
 
     keep_secrets = bool(sandbox.endpoints(config))
     named = set(key_env_names(config))  # a key whose variable's name does not look like one
-    env = {k: v for k, v in os.environ.items() if keep_secrets or not (is_secret_name(k) or k in named)
-           or k == TOKEN_CACHE_VAR}  # a path or "off", whose name only looks like a key's
+    env = {k: v for k, v in os.environ.items() if keep_secrets or not (is_secret_name(k) or k in named)}
     root = str(Path(inspector.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["TMPDIR"] = os.path.join(work, "tmp")
@@ -239,8 +240,15 @@ class Worker:
     def __init__(self, job: dict[str, Any], config: dict[str, Any], *, label: str = "",
                  on_frame: Callable[[Worker, dict[str, Any]], None] | None = None,
                  echo: TextIO | None = None, echo_prefix: str = "") -> None:
+        from inspector.tokens.persistent import open_cache
+
         self.limits = Limits.from_config(config)
-        self.job = {**job, "memory_mb": self.limits.memory_mb + 1024, "load_timeout": self.limits.load_timeout}
+        # Opened here, before the worker starts, and kept open: the worker reads it read-only and
+        # hands its new counts back for this process to write (inspector.tokens.persistent).
+        self.token_cache = open_cache(config) if job.get("job") in COUNTING_JOBS else None
+        cache_path = str(self.token_cache.path) if self.token_cache is not None and self.token_cache.enabled else None
+        self.job = {**job, "memory_mb": self.limits.memory_mb + 1024, "load_timeout": self.limits.load_timeout,
+                    "token_cache": cache_path}
         self.config = config
         self.label = label
         self.on_frame = on_frame
@@ -586,6 +594,10 @@ class Worker:
         self.exit_status = code
         outcome = self._outcome(code, activities)
         outcome.seconds = time.monotonic() - self.started
+        if self.done is not None:
+            from inspector.tokens.persistent import store_worker_counts
+
+            outcome.token_cache = store_worker_counts(self.token_cache, self.done.get("token_counts"))
         self.cleanup()
         return outcome
 

@@ -122,6 +122,8 @@ def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     (home / ".config" / "app.ini").write_text("x=1\n", encoding="utf-8")
     (home / ".hermes" / "config.yaml").write_text("model:\n  default: mine\n", encoding="utf-8")
     monkeypatch.setenv("HOME", str(home))
+    # The supervisor's own token cache (inspector.tokens.persistent) outside it: any change in it is an engine's.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     before = tree_hash(home)
     yield home
