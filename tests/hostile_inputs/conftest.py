@@ -84,7 +84,10 @@ def cli(tmp_path: Path):
         before_home = digest_tree(home)
         before_inputs = {p: digest_tree(p.parent).get(p.name) for p in inputs}
         environ = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME",)}
+        # Our own token cache (inspector.tokens.persistent) lives outside the home, so any change
+        # in the home is one the command must not make.
         environ.update({"HOME": str(home), "TMPDIR": str(scratch), "PYTHONPATH": str(REPO),
+                        "XDG_CACHE_HOME": str(tmp_path / "user-cache"),
                         "QT_QPA_PLATFORM": "offscreen", **(env or {})})
         started = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "inspector.cli", *args], cwd=tmp_path, env=environ,
