@@ -22,6 +22,7 @@ from itertools import accumulate, repeat
 from typing import Any
 
 from inspector.cache.rules import Profile, Rules, load_rules
+from inspector.trace.prefix import common_prefix_len
 
 DISABLED_TTLS = frozenset({"", "0", "off", "none", "false", "disabled", "no"})
 # The values Hermes itself knows for prompt_caching.cache_ttl (agent/agent_init.py:645-656 of hermes-agent 0.19.0).
@@ -280,13 +281,13 @@ class CacheSimulator:
             hashes = [hash(("tools", tools_key))]
             lcp = 0
             if prev is not None:
-                lcp = _common_prefix(prev.keys, keys)
+                lcp = common_prefix_len(prev.keys, keys)
         else:
             m = len(prev.keys)
             if len(keys) >= m and keys[:m] == prev.keys:
                 lcp = m
             else:
-                lcp = _common_prefix(prev.keys, keys)
+                lcp = common_prefix_len(prev.keys, keys)
             hashes = prev.hashes  # taken over, not copied: the previous request is replaced next
             del hashes[lcp + 1 :]
         h = hashes[-1]
@@ -511,20 +512,6 @@ class CacheSimulator:
             chain = set(self._prev.hashes)
             self._entries = {h: t for h, t in self._entries.items() if h in chain}
         self._next_purge = max(_PURGE_START, 2 * len(self._entries))
-
-
-def _common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo] holds, a[:hi] != b[:hi]; slice compares are C-speed
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def _short(key: str) -> str:

@@ -31,6 +31,7 @@ import numpy as np
 from inspector.quality.facts import _decoded, normalise, searchable_text, tool_calls_of
 from inspector.sessions.model import message_text
 from inspector.trace.model import EV_COMPRESS, EV_PRUNE, EV_REQUEST, EV_TOOL, Trace
+from inspector.trace.prefix import common_prefix_len
 from inspector.trace.summary import is_committed_compression
 
 # Lifetime event kinds.
@@ -319,23 +320,6 @@ def _unranges(flat: Sequence[Any]) -> list[int]:
     return out
 
 
-def _common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
-    """Length of the common prefix of two key lists, by slice comparisons (done in C)."""
-    n = min(len(a), len(b))
-    if type(a) is not type(b):
-        a, b = list(a[:n]), list(b[:n])
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
 def _identity(msg: dict[str, Any]) -> tuple[Any, ...] | None:
     """What survives a rewrite of a message in place: its role and tool call ids (None: nothing)."""
     role = msg.get("role")
@@ -398,7 +382,7 @@ class _Builder:
         put back (``returns``: in its rewrite or selection; new input the host appends is never a
         return, even when its text repeats one), or, with ``create``, a new session message.
         """
-        p = _common_prefix(keys, ref_keys)
+        p = common_prefix_len(keys, ref_keys)
         out: list[int | None] = list(ref_ids[:p])
         rest = keys[p:]
         found: list[int | None] = [None] * len(rest)
@@ -549,7 +533,7 @@ class _Builder:
             self._close_runs()  # not the next request: every run so far ends at the last one
         open_runs = self._open
         grown = (selected is None and self._plain and bool(open_runs) and len(ids) >= len(prev_ids)
-                 and _common_prefix(assembled, prev_keys) == len(prev_keys))
+                 and common_prefix_len(assembled, prev_keys) == len(prev_keys))
         in_history: set[int | None] = set()
         if grown:  # sends what the previous request sent, plus the appended messages
             added = {i for i in ids[len(prev_ids):] if i is not None and i not in open_runs}

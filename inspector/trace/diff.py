@@ -34,6 +34,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from inspector.trace.model import message_key
+from inspector.trace.prefix import common_prefix_len
 
 __all__ = [
     "DiffOp",
@@ -200,14 +201,6 @@ def _ident(message: dict[str, Any]) -> str | None:
 
 
 # -- the diff -------------------------------------------------------------------------------
-
-
-def _common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def _common_suffix(a: Sequence[str], b: Sequence[str], limit: int) -> int:
@@ -507,7 +500,7 @@ def diff_messages(
     if len(kb) != len(before) or len(ka) != len(after):
         raise ValueError("keys_before/keys_after must have one key per message")
     n, m = len(kb), len(ka)
-    prefix = _common_prefix(kb, ka)
+    prefix = common_prefix_len(kb, ka)
     suffix = _common_suffix(kb, ka, min(n, m) - prefix)
     ops: list[DiffOp] = []
     if prefix:

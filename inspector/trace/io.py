@@ -86,6 +86,7 @@ from inspector.trace.model import (
     legacy_message_key,
     message_key,
 )
+from inspector.trace.prefix import common_prefix_len
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -216,23 +217,6 @@ def _dumps(doc: dict[str, Any]) -> Iterator[str]:
     return _json_pieces(doc)
 
 
-def _common_prefix_len(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """Length of the common prefix, using C-level tuple comparison (binary search on slices)."""
-    n = min(len(a), len(b))
-    if n == 0 or a[0] != b[0]:
-        return 0
-    if a[:n] == b[:n]:
-        return n  # the common case: one list extends the other
-    lo, hi = 1, n - 1  # a[:lo] == b[:lo] holds, a[:hi + 1] != b[:hi + 1]
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def _copy_items(base: Sequence[str], cur: Sequence[str]) -> list[Any]:
     """Encode ``cur`` as runs copied from ``base`` plus literal keys (greedy, C-speed runs)."""
     pos: dict[str, int] = {}
@@ -246,7 +230,7 @@ def _copy_items(base: Sequence[str], cur: Sequence[str]) -> list[Any]:
             items.append(cur[j])
             j += 1
             continue
-        run = _common_prefix_len(base[p:], cur[j:])
+        run = common_prefix_len(base[p:], cur[j:])
         items += [p, run]
         j += run
     return items
@@ -266,7 +250,7 @@ def _encode_lists(
         window = range(1, min(_DELTA_WINDOW, i) + 1)
         best_back, best_prefix = 0, 0
         for back in window:
-            p = _common_prefix_len(lists[i - back], cur)
+            p = common_prefix_len(lists[i - back], cur)
             if p > best_prefix:
                 best_back, best_prefix = back, p
                 if p == len(cur):
@@ -1031,7 +1015,7 @@ def _encode_requests(requests: Sequence[Request], index: dict[str, int]) -> dict
         bt = info.block_tokens
         if type(bt) is list:
             if bt:
-                p = _common_prefix_len(prev_blocks, bt)
+                p = common_prefix_len(prev_blocks, bt)
                 blocks[str(i)] = [p, *bt[p:]]
             prev_blocks = bt
         else:

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from inspector.trace.prefix import common_prefix_len
+
 # Event kinds, in the vocabulary of Hermes' hook names (agent/context_engine.py:56-263 of hermes-agent 0.19.0, docs/host-contract.md §1). The UI groups and colours by these.
 EV_SESSION_START = "on_session_start"
 EV_SESSION_END = "on_session_end"
@@ -227,27 +229,12 @@ class KeyLists:
                 depth = 0 if type(item) is tuple else item.depth  # type: ignore[union-attr]
                 if depth >= self.MAX_DEPTH:
                     continue
-                shared = _shared_prefix(self[like], tup)
+                shared = common_prefix_len(self[like], tup)
                 if shared >= self.MIN_SHARED and shared * 2 >= len(tup):
                     items.append(_Delta(like, shared, tup[shared:], depth + 1))
                     self._remember(len(items) - 1, tup)
                     return
         items.append(tup)
-
-
-def _shared_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> int:
-    """Length of the common prefix of ``a`` and ``b`` (slice comparisons: done in C)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 class MessageStore:

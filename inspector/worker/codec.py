@@ -16,8 +16,9 @@ from dataclasses import fields
 from typing import Any
 
 from inspector.sessions.model import ApiCall, Compaction, Session, Turn, Usage
-from inspector.trace.io import _common_prefix_len, _decode_lists
+from inspector.trace.io import _decode_lists
 from inspector.trace.model import CacheInfo, Event, Fault, Request, Trace
+from inspector.trace.prefix import common_prefix_len
 
 # -- sessions ------------------------------------------------------------------------------------
 
@@ -119,7 +120,7 @@ def encode_lists_since(lists: list[tuple[str, ...]], start: int) -> list[list[An
         for back in (1, 2):
             if back > i:
                 break
-            p = _common_prefix_len(lists[i - back], cur)
+            p = common_prefix_len(lists[i - back], cur)
             if p > best:
                 best_back, best = back, p
         if best_back == 0 and i >= 1:
@@ -151,7 +152,7 @@ def _copy_runs(base: tuple[str, ...], cur: tuple[str, ...], j: int) -> list[Any]
             items.append(cur[j])
             j += 1
             continue
-        run = _common_prefix_len(base[q:], cur[j:])
+        run = common_prefix_len(base[q:], cur[j:])
         items += [q, run]
         j += run
     items += cur[j:]
