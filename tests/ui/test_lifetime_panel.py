@@ -70,7 +70,8 @@ def test_in_a_window_the_analysis_is_a_background_job_and_a_newer_trace_supersed
     from inspector.ui.jobs import JobRunner
     from inspector.ui.synthetic import build_trace
 
-    first, second = build_trace(300, seed=1), build_trace(200, seed=2)  # never analysed (a replay analyses its own)
+    # never analysed (a replay analyses its own); the first long enough to be still running when superseded
+    first, second = build_trace(2000, seed=1), build_trace(200, seed=2)
     assert cached_analysis(first) is None and cached_analysis(second) is None
     cursor, make = shown
     jobs = JobRunner()

@@ -39,6 +39,15 @@ def _idle(seconds: float) -> None:
         time.sleep(0.01)
 
 
+def _settled(window) -> None:  # noqa: ANN001 - MainWindow
+    """Background jobs the trace started (the message lifetimes) finish, then the first layout passes."""
+    end = time.perf_counter() + 60
+    while window.jobs.running() and time.perf_counter() < end:
+        QApplication.processEvents()
+        time.sleep(0.01)
+    _idle(0.3)
+
+
 def _dock_sizes(window) -> dict[str, tuple[int, int]]:  # noqa: ANN001 - MainWindow
     return {name: (p.width(), p.height()) for name, p in window.panels.items()}
 
@@ -47,7 +56,7 @@ def test_request_tabs_resizing_never_relayouts_the_main_window(window, demo_trac
     """What QTabWidget does on every resize must stop inside the Request panel."""
     window.tile_all()
     window.set_trace(demo_trace)
-    _idle(0.3)
+    _settled(window)
     tabs = window.panels["request"].tabs
     watch = _LayoutRequests(window)
     QApplication.instance().installEventFilter(watch)
@@ -64,7 +73,7 @@ def test_request_tabs_resizing_never_relayouts_the_main_window(window, demo_trac
 def test_window_settles_after_opening_a_trace(window, demo_trace: Trace) -> None:
     window.tile_all()
     window.set_trace(demo_trace)
-    _idle(0.3)  # let the first layout passes finish
+    _settled(window)
     watch = _LayoutRequests(window)
     QApplication.instance().installEventFilter(watch)
     try:
@@ -79,7 +88,7 @@ def test_window_settles_after_opening_a_trace(window, demo_trace: Trace) -> None
 def test_cursor_steps_do_not_relayout_the_window(window, demo_trace: Trace) -> None:
     window.tile_all()
     window.set_trace(demo_trace)
-    _idle(0.3)
+    _settled(window)
     sizes = _dock_sizes(window)
     watch = _LayoutRequests(window)
     QApplication.instance().installEventFilter(watch)
