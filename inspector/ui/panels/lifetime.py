@@ -38,6 +38,7 @@ from inspector.quality.report import percent, probe_lines, run_line
 from inspector.trace.model import Trace
 from inspector.ui import plots, theme
 from inspector.ui.cursor import Cursor
+from inspector.ui.geometry import GeometryFirewall
 from inspector.ui.panels.base import Panel
 
 # Cell colours, by lifetime cell code (inspector.quality.lifetime.CELL_*).
@@ -154,7 +155,7 @@ class LifetimePanel(Panel):
         lv.addWidget(self.legend)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
-        split.addWidget(self.tabs)
+        split.addWidget(GeometryFirewall(self.tabs))
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
         split.setSizes([600, 400])  # the lists need room for a fact or an event in words

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSize, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QResizeEvent
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -31,6 +31,7 @@ from inspector.trace.model import Request, Trace
 from inspector.ui import theme
 from inspector.ui.cursor import Cursor
 from inspector.ui.derive import message_preview, message_text
+from inspector.ui.geometry import GeometryFirewall
 from inspector.ui.painted_views import PaintedTable, RowCellCache, cell_offsets
 from inspector.ui.panels.base import Panel
 
@@ -58,32 +59,6 @@ def format_message(msg: dict[str, Any]) -> str:
     if extra:
         out.append("\n── fields\n" + json.dumps(extra, indent=2, ensure_ascii=False, default=str))
     return "\n".join(out).strip("\n")
-
-
-class GeometryFirewall(QWidget):
-    """Holds one child sized to its own rectangle, without a layout, so the child's geometry updates stop here.
-
-    ``QTabWidget`` calls ``updateGeometry()`` on every resize. Inside a dock that invalidates
-    every layout up to the main window, whose re-fit moves the dock separators a few pixels,
-    which resizes the tab widget again: after opening a trace the whole window was re-laid out
-    and repainted ~14 times a second for about six seconds while the docks drifted, and cursor
-    steps in that window cost 40-100 ms more. A widget with no layout swallows the request.
-    """
-
-    def __init__(self, child: QWidget, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._child = child
-        child.setParent(self)
-
-    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
-        return self._child.sizeHint()
-
-    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
-        return self._child.minimumSizeHint()
-
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
-        super().resizeEvent(event)
-        self._child.setGeometry(self.rect())
 
 
 _CELL_OFFSET = cell_offsets(4)
