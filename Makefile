@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m compileall -q inspector plugins  # workers see the tree read-only (inspector/worker/bytecode.py)
 	touch $(STAMP)
 
 # A failed install leaves its reason in $(HERMES_VENV)/.failed; the differential tests skip with it.

@@ -152,6 +152,10 @@ class RequestAssembly:
         shaped = shape_message(message)
         wire = sanitize_message(shaped)
         key, chars = self.store.put_measured(wire)
+        return self._finish_forms(message, shaped, wire, key, chars)
+
+    def _finish_forms(self, message: dict[str, Any], shaped: dict, wire: dict, key: str,
+                      chars: int | None) -> tuple[dict, dict, str, int, int]:
         figures = self.count(key, wire, chars)
         raw_chars, raw_images = rough_chars_from(wire, figures["rough_chars"], message), 0
         if raw_chars is None:
@@ -166,10 +170,25 @@ class RequestAssembly:
         """Compute the per-message forms of messages about to join the history, in one batch.
 
         Only ever a speed-up: the same objects must be what is later appended, and the forms
-        are exactly what :meth:`forms` would compute on demand.
+        are exactly what :meth:`forms` would compute on demand. The batch's keys are looked up
+        in the persistent token cache at once (``TokenCounter.recall``) before any is counted.
         """
+        cache = self._form_cache
+        todo = []
         for message in messages:
-            self.forms(message)
+            entry = cache.get(id(message))
+            if entry is None or entry[0] is not message:
+                shaped = shape_message(message)
+                wire = sanitize_message(shaped)
+                todo.append((message, shaped, wire, *self.store.put_measured(wire)))
+        recall = getattr(self.counter, "recall", None)
+        if callable(recall):
+            tokens = self.store.tokens
+            recall([t[3] for t in todo if t[3] not in tokens])
+        for message, shaped, wire, key, chars in todo:
+            entry = cache.get(id(message))
+            if entry is None or entry[0] is not message:  # the same message twice in the batch
+                self._finish_forms(message, shaped, wire, key, chars)
 
     def raw_rough(self, message: dict[str, Any]) -> tuple[int, int]:
         """``message_rough_chars`` of a history message, computed once per message object."""

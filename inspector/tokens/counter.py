@@ -106,6 +106,7 @@ class TokenCounter:
         # costs less than a lookup, so only encodings use it.
         self.persistent = persistent if persistent is not None and persistent.enabled and self.exact else None
         self._namespace = f"{tokenizer}:{rules_hash()}"
+        self._absent: set[str] = set()  # keys the last recall did not find in the persistent cache
         self._prefetch_stop: threading.Event | None = None
         # Whether a replay may count ahead on another thread (see prefetch): off where every
         # core already has a replay of its own (batch workers).
@@ -218,13 +219,30 @@ class TokenCounter:
         n = self._messages.get(cache_key)
         if n is None:
             store = self.persistent
-            n = store.get(self._namespace, cache_key) if store is not None else None
+            if store is None or cache_key in self._absent:  # a recall found it missing already
+                self._absent.discard(cache_key)
+                n = None
+            else:
+                n = store.get(self._namespace, cache_key)
             if n is None:
                 n = self._message_tokens(message)
                 if store is not None:
                     store.put(self._namespace, cache_key, n)
             self._messages[cache_key] = n
         return n
+
+    def recall(self, keys: Iterable[str]) -> None:
+        """Load what the persistent cache knows of ``keys`` in one lookup, so counting them costs none."""
+        store = self.persistent
+        if store is None:
+            return
+        known = self._messages
+        missing = [k for k in keys if k not in known]
+        if missing:
+            found = store.get_many(self._namespace, missing)
+            for k, n in found.items():
+                known[k] = int(n)
+            self._absent.update(k for k in missing if k not in found)
 
     def count_messages(
         self, messages: Sequence[dict[str, Any]], keys: Sequence[str] | None = None
@@ -235,11 +253,8 @@ class TokenCounter:
         if len(keys) != len(messages):
             raise ValueError("keys and messages differ in length")
         todo = [m for m, k in zip(messages, keys) if k not in self._messages]
-        store = self.persistent
-        if todo and store is not None:
-            for k in keys:
-                if k not in self._messages and (n := store.get(self._namespace, k)) is not None:
-                    self._messages[k] = n
+        if todo and self.persistent is not None:
+            self.recall(keys)
             todo = [m for m, k in zip(messages, keys) if k not in self._messages]
         if todo and self._enc is not None:
             texts: list[str] = []

@@ -17,7 +17,7 @@ Anything else raises :class:`TokenizerUnavailable` with instructions.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
 import importlib.util
 import os
@@ -142,12 +142,12 @@ def _read_ranks(path: Path, spec: EncodingSpec) -> dict[bytes, int]:
             f"{path} does not match the published SHA-256 of {spec.name}; the file is corrupt or "
             f"for another encoding. Replace it with a fresh copy of {spec.url}."
         )
-    ranks: dict[bytes, int] = {}
-    for line in data.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
+    # Whitespace-split at once and decoded in C: half the time of a loop over lines (every worker
+    # loads its tokenizer at start; inspector.bench.worker_bench).
+    fields = data.split()
+    if len(fields) % 2:
+        raise TokenizerUnavailable(f"{path} is not a rank file: a line lacks its token or its rank")
+    return dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2])))
 
 
 def unavailable_reason(name: str) -> str | None:

@@ -76,6 +76,7 @@ from inspector.input_files import (
     read_head_inflated,
     read_input,
 )
+from inspector.jsonfast import dumps_text
 from inspector.trace.model import (
     CacheInfo,
     Event,
@@ -192,8 +193,12 @@ _PIECE_ITEMS = 2000  # message-table entries per piece when a file is written pi
 def _json_pieces(doc: dict[str, Any]) -> Iterator[str]:
     """``json.dumps(doc)`` (compact, not ASCII-escaped) as consecutive pieces whose joined text is
     exactly that: top-level values one by one, the message table a few thousand entries at a time,
-    so saving a 150 MB session's trace never builds its whole text (and then its bytes) at once."""
-    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_default).encode
+    so saving a 150 MB session's trace never builds its whole text (and then its bytes) at once.
+    Written by :mod:`inspector.jsonfast`."""
+
+    def dumps(value: Any) -> str:
+        return dumps_text(value, _json_default)
+
     yield "{"
     for n, (key, value) in enumerate(doc.items()):
         yield ("," if n else "") + dumps(key) + ":"
@@ -202,7 +207,7 @@ def _json_pieces(doc: dict[str, Any]) -> Iterator[str]:
             yield "{"
             for start in range(0, len(items), _PIECE_ITEMS):
                 part = items[start:start + _PIECE_ITEMS]
-                yield ("," if start else "") + ",".join(dumps(k) + ":" + dumps(v) for k, v in part)
+                yield ("," if start else "") + dumps(dict(part))[1:-1]
             yield "}"
         else:
             yield dumps(value)

@@ -1,5 +1,7 @@
 """Frames between a worker and its supervisor: a 4-byte big-endian length, then UTF-8 JSON.
 
+The header's top bit says which JSON writer wrote the body (:data:`STDLIB_BODY`).
+
 Engine-controlled data crosses the boundary only as JSON (never pickle): a hostile engine can
 at worst send a malformed or oversized frame, which ends its own run as a fault. Only the
 process that started the worker writes frames (:class:`FrameWriter` checks the pid), so a
@@ -13,6 +15,8 @@ import os
 import struct
 import threading
 from typing import Any
+
+from inspector.jsonfast import dumps_fast, loads_fast
 
 HEADER = struct.Struct(">I")
 MAX_FRAME = 512 * 1024 * 1024  # a final trace of a 150 MB session fits; past this the stream is broken
@@ -37,9 +41,24 @@ _ENCODER = json.JSONEncoder(ensure_ascii=True, check_circular=False, separators=
                             allow_nan=True)
 
 
+# The header's top bit: the body was written by the standard library (orjson refused it), so it is
+# read by it too (``inspector.jsonfast``: orjson would read an integer past 64 bits as a float).
+STDLIB_BODY = 1 << 31
+
+
+def parse_body(header: int, body: bytes) -> Any:
+    """The value of a frame's ``body`` by the writer its ``header`` names; raises what JSON parsing raises."""
+    if header & STDLIB_BODY:
+        return json.loads(body.decode("utf-8", "surrogatepass"))
+    return loads_fast(body)
+
+
 def encode(message: dict[str, Any]) -> bytes:
+    data = dumps_fast(message, _default)
+    if data is not None:
+        return HEADER.pack(len(data)) + data
     data = _ENCODER.encode(message).encode("ascii")
-    return HEADER.pack(len(data)) + data
+    return HEADER.pack(len(data) | STDLIB_BODY) + data
 
 
 class FrameWriter:
@@ -78,7 +97,8 @@ class FrameReader:
         self._buf += data
         out: list[dict[str, Any]] = []
         while len(self._buf) >= HEADER.size:
-            (size,) = HEADER.unpack_from(self._buf)
+            (header,) = HEADER.unpack_from(self._buf)
+            size = header & ~STDLIB_BODY
             if size > self.max_frame:
                 raise ProtocolError(f"the worker sent a frame of {size:,} bytes (limit {self.max_frame:,})")
             if len(self._buf) < HEADER.size + size:
@@ -86,7 +106,7 @@ class FrameReader:
             body = bytes(self._buf[HEADER.size:HEADER.size + size])
             del self._buf[:HEADER.size + size]
             try:
-                message = json.loads(body.decode("utf-8", "surrogatepass"))
+                message = parse_body(header, body)
             except (UnicodeDecodeError, ValueError, RecursionError) as exc:
                 raise ProtocolError(f"the worker sent a frame that is not JSON: {exc}") from None
             if not isinstance(message, dict) or not isinstance(message.get("type"), str):

@@ -9,7 +9,6 @@ the worker; when the supervisor goes away (its end of the control pipe closes), 
 from __future__ import annotations
 
 import faulthandler
-import json
 import os
 import queue
 import resource
@@ -139,7 +138,7 @@ class Runtime:
 
 def read_job(fd: int) -> dict[str, Any]:
     """The job: one frame on stdin, read before anything else."""
-    from inspector.worker.protocol import HEADER
+    from inspector.worker.protocol import HEADER, STDLIB_BODY, parse_body
 
     def exactly(n: int) -> bytes:
         out = bytearray()
@@ -150,5 +149,5 @@ def read_job(fd: int) -> dict[str, Any]:
             out += chunk
         return bytes(out)
 
-    (size,) = HEADER.unpack(exactly(HEADER.size))
-    return json.loads(exactly(size).decode("utf-8", "surrogatepass"))
+    (header,) = HEADER.unpack(exactly(HEADER.size))
+    return parse_body(header, exactly(header & ~STDLIB_BODY))

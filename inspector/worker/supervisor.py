@@ -42,6 +42,7 @@ except ImportError:  # not on Windows
 import inspector
 from inspector.trace.model import EV_FAULT, Event, Fault, Trace, _not_engine_code
 from inspector.worker import sandbox, tracker
+from inspector.worker.bytecode import ensure_compiled
 from inspector.worker.codec import TraceAssembler
 from inspector.worker.protocol import FrameReader, ProtocolError, encode
 from inspector.worker.runtime import STACK_FILE, TRACKER_FILE
@@ -298,6 +299,7 @@ class Worker:
 
             self.egress = EgressProxy(self.work, self.isolation.hosts).start()
             self.job["egress"] = self.egress.path
+        ensure_compiled()
         read_fd, write_fd = os.pipe()
         _widen(write_fd)
         argv = [sys.executable, "-m", "inspector.worker", str(write_fd), self.work]

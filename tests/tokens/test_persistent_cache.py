@@ -61,6 +61,37 @@ def test_a_second_counter_reads_the_counts_instead_of_tokenising(tmp_path, monke
     assert second.persistent.hits >= len(messages)
 
 
+def test_a_batch_of_keys_is_looked_up_at_once_stored_and_pending_alike(tmp_path, monkeypatch):
+    monkeypatch.setattr(persistent, "LOOKUP_CHUNK", 7)  # several queries, one ending part-way
+    cache = TokenCache(tmp_path / "tc.sqlite")
+    cache.write([("ns", f"k{i}", i) for i in range(20)])
+    cache.put("ns", "pending", 99)
+    cache.write([("other", "k21", 5)])
+    found = cache.get_many("ns", [f"k{i}" for i in range(25)] + ["pending", "k3"])
+    assert found == {**{f"k{i}": i for i in range(20)}, "pending": 99}
+    assert (cache.hits, cache.misses) == (20, 5)  # the pending count is not a lookup
+
+
+def test_a_counter_recalls_a_batch_and_then_counts_without_a_lookup_per_message(tmp_path, monkeypatch):
+    path = tmp_path / "tc.sqlite"
+    messages = _messages(30)
+    first = TokenCounter("cl100k_base", persistent=TokenCache(path))
+    keys = [f"{i:020x}" for i in range(30)]
+    counts = [first.count_message(m, key=k) for m, k in zip(messages[:20], keys[:20])]  # two thirds stored
+    first.flush()
+
+    second = TokenCounter("cl100k_base", persistent=TokenCache(path))
+    second.recall(keys)
+
+    def no_single_lookup(*_a, **_k):
+        raise AssertionError("looked up one key although the batch was recalled")
+
+    monkeypatch.setattr(second.persistent, "get", no_single_lookup)
+    fresh = TokenCounter("cl100k_base")
+    assert [second.count_message(m, key=k) for m, k in zip(messages, keys)] == counts + [
+        fresh.count_message(m) for m in messages[20:]]
+
+
 def test_stored_counts_equal_fresh_counts_for_every_shape(tmp_path):
     messages = _messages(5) + [
         {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",

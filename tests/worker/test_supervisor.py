@@ -127,3 +127,13 @@ def test_a_frame_too_large_or_not_json_is_a_protocol_error():
         FrameReader(max_frame=10).feed(HEADER.pack(11) + b"x" * 11)
     with pytest.raises(ProtocolError):
         FrameReader().feed(HEADER.pack(3) + b"{x}")
+
+
+def test_frames_carry_what_only_the_standard_library_keeps_exactly():
+    from inspector.worker.protocol import STDLIB_BODY, FrameReader, encode
+
+    plain, exact = {"type": "note", "n": 2**63 - 1}, {"type": "note", "n": 2**70, "text": "a\udcff"}
+    assert not int.from_bytes(encode(plain)[:4], "big") & STDLIB_BODY
+    assert int.from_bytes(encode(exact)[:4], "big") & STDLIB_BODY
+    frames = FrameReader().feed(encode(plain) + encode(exact))
+    assert frames == [plain, exact] and type(frames[1]["n"]) is int

@@ -1,0 +1,63 @@
+"""JSON written in C where it is exact: ``orjson`` for the common case, the standard library for the rest.
+
+Traces and worker frames are written as JSON, and the standard library's encoder was a large
+part of a worker's hand-back and of saving a long trace (``inspector.bench.worker_bench``);
+``orjson`` writes the same bytes about six times faster. It refuses some of what we must keep
+(lone surrogates from a transcript decoded with ``surrogateescape``, integers past 64 bits),
+and whatever it refuses is written by the standard library instead, so the text is what
+``json`` would write. The one difference: a float ``NaN`` or infinity is written as ``null``
+(strict JSON) where ``json`` writes the non-standard ``NaN``.
+
+Reading stays with the standard library except for text :func:`dumps_fast` wrote: ``orjson``
+reads an integer past 64 bits as a float, which only our own writer can rule out.
+Without ``orjson`` installed, everything goes through the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - a dependency; the standard library serves without it
+    orjson = None  # type: ignore[assignment]
+
+Default = Callable[[Any], Any] | None
+
+_OPTIONS = 0 if orjson is None else (orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
+                                     | orjson.OPT_PASSTHROUGH_DATETIME)
+_ENCODERS: dict[Any, json.JSONEncoder] = {}
+
+
+def _stdlib_encoder(default: Default) -> json.JSONEncoder:
+    found = _ENCODERS.get(default)
+    if found is None:
+        found = _ENCODERS[default] = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=default)
+    return found
+
+
+def dumps_fast(value: Any, default: Default = None) -> bytes | None:
+    """Compact UTF-8 JSON of ``value`` by ``orjson``, or None where it refuses (or is not installed)."""
+    if orjson is None:
+        return None
+    try:
+        return orjson.dumps(value, default=default, option=_OPTIONS)
+    except (orjson.JSONEncodeError, OverflowError):
+        return None
+
+
+def loads_fast(data: bytes | bytearray | memoryview) -> Any:
+    """Parse what :func:`dumps_fast` wrote (nothing else: see the module docstring)."""
+    if orjson is None:
+        return json.loads(bytes(data).decode("utf-8"))
+    return orjson.loads(data)
+
+
+def dumps_text(value: Any, default: Default = None) -> str:
+    """Compact JSON text of ``value`` (``ensure_ascii=False``), as ``json`` writes it."""
+    fast = dumps_fast(value, default)
+    if fast is not None:
+        return fast.decode("utf-8")
+    return _stdlib_encoder(default).encode(value)

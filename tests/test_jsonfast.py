@@ -1,0 +1,46 @@
+"""The fast JSON writer writes what the standard library writes, and refuses nothing it must keep."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from inspector import jsonfast
+
+_scalars = (st.none() | st.booleans() | st.integers(min_value=-(2**80), max_value=2**80)
+            | st.floats(allow_nan=False, allow_infinity=False) | st.text())  # text() includes lone surrogates
+_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
+                       | st.dictionaries(st.text() | st.integers() | st.booleans(), inner, max_size=4), max_leaves=30)
+
+
+def _stdlib(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@given(_values)
+def test_the_text_is_the_standard_librarys_for_any_json_value(value):
+    assert jsonfast.dumps_text(value) == _stdlib(value)
+
+
+@given(_values)
+def test_what_the_fast_writer_accepts_reads_back_as_the_standard_library_reads_it(value):
+    data = jsonfast.dumps_fast(value)
+    if data is not None:
+        assert jsonfast.loads_fast(data) == json.loads(_stdlib(value))
+
+
+def test_what_the_fast_writer_cannot_keep_exactly_it_refuses():
+    assert jsonfast.dumps_fast({"n": 2**64}) is None  # orjson would read it back as a float
+    assert jsonfast.dumps_fast({"s": "\ud800"}) is None  # a lone surrogate
+
+
+def test_the_default_hook_serves_both_writers_and_nan_is_strict_null():
+    def default(value):
+        return sorted(value)
+
+    assert jsonfast.dumps_text({"s": {3, 1}, "t": (1, 2)}, default) == '{"s":[1,3],"t":[1,2]}'
+    assert jsonfast.dumps_text({"s": {2**70}}, default) == '{"s":[%d]}' % 2**70
+    assert json.loads(jsonfast.dumps_text([math.nan])) == [None]
