@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF, Qt
-from PySide6.QtGui import QColor, QPainterPath, QPen, QPixmapCache
+from PySide6.QtGui import QColor, QFontMetrics, QPainterPath, QPen, QPixmapCache
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsLineItem, QMenu, QWidget
 
 from inspector.ui import theme
@@ -62,12 +62,39 @@ def style_plot_item(item: pg.PlotItem, y_label: str = "") -> None:
         # Ticks reach into the plot area, so every cursor move re-plays an axis's whole drawing
         # (clipped to a thin strip); a pixmap blit is cheaper. A range change still redraws it.
         axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-    if y_label:
-        item.setLabel("left", y_label, color=theme.PLOT_FG)
     # one left-axis width everywhere, so request axes of stacked panels line up on screen
     item.getAxis("left").setWidth(LEFT_AXIS_WIDTH)
+    if y_label:
+        fit_axis_label(item.getAxis("left"), y_label)
     item.getViewBox().setMouseEnabled(x=True, y=False)
     item.getViewBox().setDefaultPadding(0.02)
+
+
+def fit_axis_label(axis: pg.AxisItem, label: str) -> None:
+    """Label a vertical axis with as much of ``label`` as its height shows whole.
+
+    A short plot (the token timeline at 1024 × 640 is some 80 px high) cut "prompt tokens" to
+    "prompt toke": the label shrinks to its last word ("tokens"), and is hidden when even that
+    does not fit (the panel's readout above the plot says what is plotted).
+    """
+    words = label.split()
+    choices = list(dict.fromkeys([label, words[-1]] if words else [label]))
+    shown: list[str | None] = [None]
+
+    def refit() -> None:
+        room = axis.geometry().height() - 6
+        metrics = QFontMetrics(axis.label.font())
+        text = next((c for c in choices if metrics.horizontalAdvance(c) <= room), None)
+        if text == shown[0]:
+            return
+        shown[0] = text
+        if text is not None:
+            axis.setLabel(text, color=theme.PLOT_FG)
+        axis.showLabel(text is not None)
+
+    axis.setLabel(label, color=theme.PLOT_FG)
+    shown[0] = label
+    axis.geometryChanged.connect(refit)
 
 
 _LEGEND_ROW_HEIGHT = 20  # pyqtgraph's legend sample is 20 px square

@@ -151,3 +151,26 @@ def test_leaving_compact_mode_leaves_no_stale_tab_bar(window) -> None:
     stale = [bar for bar in window.findChildren(QTabBar) if bar.isVisible()
              and {bar.tabText(i) for i in range(bar.count())} == titles]
     assert not stale, "no tab bar for a tab group that no longer exists"
+
+
+def test_a_vertical_axis_label_shrinks_to_what_its_height_shows_whole(qapp) -> None:  # noqa: ANN001
+    from PySide6.QtGui import QFontMetrics
+
+    from inspector.ui import plots
+
+    widget = plots.make_plot_widget("prompt tokens")
+    axis = widget.getPlotItem().getAxis("left")
+    widget.show()
+    shown = {}
+    for height in (400, 90, 40, 400):
+        widget.resize(500, height)
+        _settle(0.1, 1.0)
+        label = axis.label.toPlainText().strip() if axis.label.isVisible() else None
+        if label is not None:  # whatever is shown fits the axis whole
+            assert QFontMetrics(axis.label.font()).horizontalAdvance(label) <= axis.geometry().height()
+        shown[height] = label
+    assert shown[400] == "prompt tokens"
+    assert shown[90] == "tokens"
+    assert shown[40] is None
+    widget.close()
+    widget.deleteLater()

@@ -414,9 +414,11 @@ class CachePanel(CompareAware, Panel):
 
     def __init__(self, cursor: Cursor, parent: QWidget | None = None) -> None:
         super().__init__(cursor, parent)
-        self.header = theme.readout_label(1)
+        # Room for a long line to wrap once: at 1024 × 640 the request's figures and the accuracy
+        # line were cut off ("uncached 3,875 (in…", "false …").
+        self.header = theme.readout_label(2)
         self.recorded = theme.readout_label(2)  # simulated beside the provider's recorded figures, this request
-        self.totals = theme.readout_label(3)  # the run's totals, recorded and simulated, and the accuracy
+        self.totals = theme.readout_label(4)  # the run's totals, recorded and simulated, and the accuracy
         self.strip = CacheStrip()
         self.reason = theme.readout_label(2)
         self.cause_button = QPushButton("Go to cause")
