@@ -2,11 +2,12 @@
 
 Traces and worker frames are written as JSON, and the standard library's encoder was a large
 part of a worker's hand-back and of saving a long trace (``inspector.bench.worker_bench``);
-``orjson`` writes the same bytes about six times faster. It refuses some of what we must keep
+``orjson`` writes the same values about six times faster. It refuses some of what we must keep
 (lone surrogates from a transcript decoded with ``surrogateescape``, integers past 64 bits),
-and whatever it refuses is written by the standard library instead, so the text is what
-``json`` would write. The one difference: a float ``NaN`` or infinity is written as ``null``
-(strict JSON) where ``json`` writes the non-standard ``NaN``.
+and whatever it refuses is written by the standard library instead, so the text reads back as
+what ``json`` wrote. Two differences in the text: a float may be spelt otherwise (``1e-05``
+as ``0.00001``: the same float), and ``NaN`` or infinity is written as ``null`` (strict JSON)
+where ``json`` writes the non-standard ``NaN``.
 
 Reading stays with the standard library except for text :func:`dumps_fast` wrote: ``orjson``
 reads an integer past 64 bits as a float, which only our own writer can rule out.
@@ -56,7 +57,7 @@ def loads_fast(data: bytes | bytearray | memoryview) -> Any:
 
 
 def dumps_text(value: Any, default: Default = None) -> str:
-    """Compact JSON text of ``value`` (``ensure_ascii=False``), as ``json`` writes it."""
+    """Compact JSON text of ``value`` (``ensure_ascii=False``) that reads back as ``json``'s does."""
     fast = dumps_fast(value, default)
     if fast is not None:
         return fast.decode("utf-8")

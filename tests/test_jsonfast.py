@@ -21,8 +21,16 @@ def _stdlib(value) -> str:
 
 
 @given(_values)
-def test_the_text_is_the_standard_librarys_for_any_json_value(value):
+def test_the_text_reads_back_as_the_standard_librarys_for_any_json_value(value):
+    text = jsonfast.dumps_text(value)
+    assert json.loads(text) == json.loads(_stdlib(value))
+    assert repr(json.loads(text)) == repr(json.loads(_stdlib(value)))  # -0.0, 1 vs 1.0: the same value exactly
+
+
+def test_without_floats_the_text_is_the_standard_librarys_byte_for_byte():
+    value = {"a": [1, -2**70, "ü\udcff", None, True], 3: {"x": ""}, None: "n"}
     assert jsonfast.dumps_text(value) == _stdlib(value)
+    assert jsonfast.dumps_text(value[None]) == _stdlib(value[None])
 
 
 @given(_values)

@@ -191,10 +191,10 @@ _PIECE_ITEMS = 2000  # message-table entries per piece when a file is written pi
 
 
 def _json_pieces(doc: dict[str, Any]) -> Iterator[str]:
-    """``json.dumps(doc)`` (compact, not ASCII-escaped) as consecutive pieces whose joined text is
-    exactly that: top-level values one by one, the message table a few thousand entries at a time,
-    so saving a 150 MB session's trace never builds its whole text (and then its bytes) at once.
-    Written by :mod:`inspector.jsonfast`."""
+    """``json.dumps(doc)`` (compact, not ASCII-escaped; written by :mod:`inspector.jsonfast`, so it reads
+    back as that) as consecutive pieces whose joined text is the document: top-level values one by one,
+    the message table a few thousand entries at a time, so saving a 150 MB session's trace never
+    builds its whole text (and then its bytes) at once."""
 
     def dumps(value: Any) -> str:
         return dumps_text(value, _json_default)
