@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import os
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 from inspector import __version__
@@ -28,9 +26,9 @@ from inspector.host.replay import (
     make_simulator,
     public_config,
 )
+from inspector.live.conversation import Conversation
 from inspector.live.responder import DeltaFn, LiveError, LiveResponder, LiveSettings, NoticeFn
 from inspector.llm.secrets import scrub_text
-from inspector.outputs import write_atomic
 from inspector.trace.model import Trace
 
 LIVE_DIFFERENCES = [
@@ -54,30 +52,6 @@ def redact_key(text: str, key_env: str) -> tuple[str, bool]:
     if key and len(key) >= 4 and key in text:
         return text.replace(key, "[redacted API key]"), True
     return text, False
-
-
-def transcript_lines(system_prompt: str | None, transcript: list[dict[str, Any]], key_env: str) -> list[str]:
-    """A chat's conversation as OpenAI message-per-line JSON (system prompt first, as readers expect)."""
-    rows: list[dict[str, Any]] = []
-    if system_prompt:
-        rows.append({"role": "system", "content": system_prompt})
-    rows.extend(transcript)
-    key = os.environ.get(key_env, "").strip()
-    lines = []
-    for row in rows:
-        line = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-        if key and len(key) >= 4 and key in line:
-            # Someone pasted the key into the chat: it still never reaches the disk.
-            line = line.replace(key, "***")
-        lines.append(line)
-    return lines
-
-
-def save_transcript(path: str | os.PathLike[str], lines: list[str]) -> Path:
-    """Write transcript lines as OpenAI JSONL (atomic)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return write_atomic(target, "\n".join(lines) + "\n")
 
 
 def new_session_id() -> str:
@@ -125,7 +99,7 @@ def snapshot_trace(trace: Trace) -> Trace:
     return snap.finish()
 
 
-class LiveSession:
+class LiveSession(Conversation):
     """A chat with a real model through the engine under test.
 
     ``engine`` is an engine name (loaded with ``inspector.engines.discovery.load_engine``),
@@ -150,16 +124,11 @@ class LiveSession:
         sleep: Callable[[float], None] | None = None,
         history: list[dict[str, Any]] | None = None,
     ) -> None:
+        super().__init__(settings or LiveSettings.from_config(config), system_prompt)
         self.config = config
-        self.settings = settings or LiveSettings.from_config(config)
-        self.system_prompt = system_prompt
         self.loaded, self._owns_loaded = load_named_engine(engine, config, plugin_dirs)
         self.engine = getattr(self.loaded, "engine", self.loaded)
         self.session_id = session_id or new_session_id()
-        self._lock = threading.Lock()
-        self._closed = False
-        #: the conversation as it happened: user, assistant (with usage/timestamp/model), tool rows
-        self.transcript: list[dict[str, Any]] = []
         try:
             self.responder = LiveResponder(self.settings, client=client, on_note=self._note, sleep=sleep)
         except BaseException:
@@ -281,26 +250,6 @@ class LiveSession:
                     return self.host.compress_now(focus_topic or None)
             finally:
                 self.host.trace.finish()
-
-    @contextlib.contextmanager
-    def _exclusive(self) -> Iterator[None]:
-        if self._closed:
-            raise LiveError("this live session is closed", kind="config")
-        if not self._lock.acquire(blocking=False):
-            raise LiveError("a request is already running in this session", kind="busy")
-        try:
-            yield
-        finally:
-            self._lock.release()
-
-    # -- output ------------------------------------------------------------------------------
-    def transcript_lines(self) -> list[str]:
-        """The transcript as OpenAI message-per-line JSON (system prompt first, as readers expect)."""
-        return transcript_lines(self.system_prompt, self.transcript, self.settings.api_key_env)
-
-    def save_transcript(self, path: str | os.PathLike[str]) -> Path:
-        """Write the conversation as OpenAI JSONL (atomic); assistant rows carry ``usage`` and ``timestamp``."""
-        return save_transcript(path, self.transcript_lines())
 
     # -- lifecycle ------------------------------------------------------------------------------
     def close(self) -> Trace:

@@ -16,23 +16,20 @@ the worker sends is masked by the one scrubber (:mod:`inspector.llm.secrets`) be
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
+from inspector.live.conversation import Conversation
 from inspector.live.responder import DeltaFn, LiveCancelled, LiveError, LiveSettings, NoticeFn
 from inspector.live.session import (
     new_session_id,
     redact_key,
-    save_transcript,
     snapshot_trace,
-    transcript_lines,
 )
 from inspector.llm.secrets import StreamScrubber, scrub_strings, scrub_text
 from inspector.trace.model import Fault, Trace
@@ -59,7 +56,7 @@ class _ChatWorker(Worker):
         super()._frame(frame)
 
 
-class WorkerChat:
+class WorkerChat(Conversation):
     """A chat with a real model through the engine under test, the engine in a worker process.
 
     ``engine`` is an engine name (``None``: ``context.engine``), loaded in the worker. One
@@ -69,20 +66,15 @@ class WorkerChat:
 
     def __init__(self, engine: str | None, config: dict[str, Any], *, system_prompt: str | None = None,
                  plugin_dirs: Any = (), label: str | None = None, session_id: str | None = None) -> None:
+        super().__init__(LiveSettings.from_config(config), system_prompt)
         self.config = config
-        self.settings = LiveSettings.from_config(config)
         self.engine = engine
-        self.system_prompt = system_prompt
         self.plugin_dirs = _absolute(list(plugin_dirs))
         self.label = label
         self.session_id = session_id or new_session_id()
-        #: the conversation as it happened (user, assistant with usage/timestamp/model, tool rows), across workers
-        self.transcript: list[dict[str, Any]] = []
         #: what ended each worker that did not close normally
         self.faults: list[str] = []
         self.workers_started = 0
-        self._lock = threading.Lock()
-        self._closed = False
         self._worker: _ChatWorker | None = None
         self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._stop = threading.Event()
@@ -277,25 +269,6 @@ class WorkerChat:
                 raise LiveError(scrub_text(str(error.get("message") or ""), self._key()),
                                 kind=str(error.get("kind") or "unexpected"))
             return bool(done.get("committed"))
-
-    @contextlib.contextmanager
-    def _exclusive(self) -> Iterator[None]:
-        if self._closed:
-            raise LiveError("this live session is closed", kind="config")
-        if not self._lock.acquire(blocking=False):
-            raise LiveError("a request is already running in this session", kind="busy")
-        try:
-            yield
-        finally:
-            self._lock.release()
-
-    # -- output ---------------------------------------------------------------------------------------
-    def transcript_lines(self) -> list[str]:
-        return transcript_lines(self.system_prompt, self.transcript, self.settings.api_key_env)
-
-    def save_transcript(self, path: str | os.PathLike[str]) -> Path:
-        """The conversation as OpenAI JSONL (atomic): kept here, so it saves even after a fault."""
-        return save_transcript(path, self.transcript_lines())
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def close(self, timeout: float = 10.0) -> Trace | None:
