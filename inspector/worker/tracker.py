@@ -15,6 +15,7 @@ import mmap
 import os
 import struct
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ PHASE, INLINE, POOL = 0, 1, 2
 SLOTS = 3
 SIZE = SLOT * SLOTS
 _HEAD = struct.Struct("<QddI")  # sequence (odd: active), started (epoch s), allowed seconds (0: none), label length
+_SEQ = struct.Struct("<Q")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,16 @@ def create(path: str) -> None:
         fh.write(b"\0" * SIZE)
 
 
+def _after_fork_in_child() -> None:
+    for tracker in list(_TRACKERS):
+        tracker._forked = True
+
+
+_TRACKERS: weakref.WeakSet[Tracker] = weakref.WeakSet()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class Tracker:
     """The worker's writer."""
 
@@ -53,23 +65,30 @@ class Tracker:
         finally:
             os.close(fd)
         self._seq = [0] * SLOTS
-        self._pid = os.getpid()
+        self._texts: dict[tuple[str, str], bytes] = {}  # a label as the slot holds it, encoded once
+        # A fork of the worker does not speak for it (told at the fork: no pid check per hook).
+        self._forked = False
+        _TRACKERS.add(self)
 
     def begin(self, slot: int, label: str, where: str = "", allowed: float = 0.0) -> None:
-        if os.getpid() != self._pid:
-            return  # a fork of the worker does not speak for it
-        text = f"{label}\t{where}".encode("utf-8", "replace")[:SLOT - _HEAD.size]
+        if self._forked:
+            return
+        text = self._texts.get((label, where))
+        if text is None:
+            text = f"{label}\t{where}".encode("utf-8", "replace")[:SLOT - _HEAD.size]
+            if len(self._texts) < 4096:
+                self._texts[(label, where)] = text
         seq = self._seq[slot] = (self._seq[slot] | 1) + 2
         base = slot * SLOT
         self._mm[base + _HEAD.size:base + _HEAD.size + len(text)] = text
         self._mm[base:base + _HEAD.size] = _HEAD.pack(seq, time.time(), float(allowed or 0.0), len(text))
 
     def end(self, slot: int) -> None:
-        if os.getpid() != self._pid:
+        if self._forked:
             return
         seq = self._seq[slot] = (self._seq[slot] | 1) + 1
         base = slot * SLOT
-        self._mm[base:base + 8] = struct.pack("<Q", seq)
+        self._mm[base:base + 8] = _SEQ.pack(seq)
 
 
 def read(path: str) -> list[Activity]:
