@@ -85,6 +85,9 @@ class WorkerChat(Conversation):
         self._on_notice: NoticeFn | None = None
         self._on_request: Callable[[], None] | None = None
         self._shown = StreamScrubber(self._key())
+        #: told (on the watching thread) when a worker ends with a fault while no message is in flight:
+        #: (what ended it, the trace so far); the next message goes on in a new worker
+        self.on_idle_end: Callable[[str, Trace | None], None] | None = None
         self._start_worker()
 
     # -- state ------------------------------------------------------------------------------------
@@ -127,6 +130,11 @@ class WorkerChat(Conversation):
                 outcome = Outcome(status=STATUS_CRASHED, notes=[f"{type(exc).__name__}: {exc}"],
                                   fault=Fault("worker_died", f"the chat's worker could not run: {type(exc).__name__}: {exc}"))
             events.put(("ended", outcome))
+            told = self.on_idle_end
+            if told is not None and outcome.fault is not None and not self._closed and not self._lock.locked():
+                # No message in flight to report it: say so now, not at the next Send.
+                told(scrub_text(outcome.describe(), self._key()),
+                     snapshot_trace(outcome.trace) if outcome.trace is not None else None)
 
         self._worker, self._events, self._stop, self._started = worker, events, stop, None
         self.workers_started += 1
@@ -151,7 +159,7 @@ class WorkerChat(Conversation):
                 self._delta(self._shown.flush())
                 if self._on_request is not None:
                     self._on_request()
-            elif frame.get("what") != "calling":
+            elif frame.get("what") not in ("calling", "hook"):
                 events.put(("update", frame))
         elif kind == "error":
             events.put(("error", frame))

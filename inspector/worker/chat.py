@@ -8,10 +8,14 @@ While a turn runs, ``stop_turn`` cancels it. What comes back:
 - ``delta`` — reply text as it streams (already masked by the responder's stream scrubber);
 - ``notice`` — a retry or a redaction, for the chat's status line;
 - ``update`` — the trace's new part (``batch``) with ``what`` = ``started`` | ``calling`` (a provider
-  call is about to be made) | ``request`` (a provider call is fully recorded mid-turn) | ``turn``
+  call is about to be made) | ``hook`` (a hook is about to run, after events the last update did not
+  carry) | ``request`` (a provider call is fully recorded mid-turn) | ``turn``
   (the turn ended: ``reply`` or ``error``) | ``compressed``;
   ``rows`` are the conversation's new rows as they happened (assistant with usage, tool results);
 - ``done`` — after ``close`` (or the supervisor's ``cancel``): ``on_session_end`` ran, the final trace.
+
+A turn's and a compress's ``update`` and ``done`` carry the token counts the worker had to make
+(``token_counts``), which the supervisor writes to the persistent cache at once.
 
 A hook that freezes or a worker that dies is the supervisor's to see: the parent then has the
 trace streamed so far, ending with that fault (:mod:`inspector.live.worker_chat`).
@@ -24,6 +28,7 @@ import threading
 import traceback
 from typing import Any
 
+from inspector.tokens.persistent import worker_counts
 from inspector.worker.codec import TraceStreamer
 from inspector.worker.runtime import Runtime
 
@@ -92,7 +97,7 @@ def chat_job(rt: Runtime, job: dict[str, Any]) -> None:
             session.close()
         finally:
             loaded.close()
-    rt.send("done", status="ok", batch=streamer.batch(final=True))
+    rt.send("done", status="ok", batch=streamer.batch(final=True), token_counts=worker_counts())
 
 
 def _turn(rt: Runtime, session: Any, streamer: TraceStreamer, turn: dict[str, Any], text: str) -> None:
@@ -112,8 +117,18 @@ def _turn(rt: Runtime, session: Any, streamer: TraceStreamer, turn: dict[str, An
         rt.send("update", what="calling", batch=streamer.batch())
         return respond(request, tools)
 
+    streamed = {"events": len(session.trace.events)}
+
+    def before_hook() -> None:
+        # What the turn recorded since the last update, before the next hook runs: a hook that
+        # freezes or kills the worker after the provider call then leaves the trace up to it.
+        if len(session.trace.events) != streamed["events"]:
+            streamed["events"] = len(session.trace.events)
+            rt.send("update", what="hook", batch=streamer.batch())
+
     respond = session.responder.respond
     session.responder.respond = calling
+    rt.before_hook = before_hook
     reply, error = "", None
     try:
         reply = session.send(text, on_delta=lambda piece: rt.send("delta", text=piece), cancel=cancel,
@@ -123,12 +138,13 @@ def _turn(rt: Runtime, session: Any, streamer: TraceStreamer, turn: dict[str, An
         error = _failure(exc)
     finally:
         turn.pop("cancel", None)
+        rt.before_hook = None
         session.responder.respond = respond
     produced = session.transcript[mark:]
     recorded_user = bool(produced) and produced[0].get("role") == "user"
     rows = produced[1 + sent["rows"]:] if recorded_user else []
     rt.send("update", what="turn", batch=streamer.batch(), rows=rows, reply=reply, error=error,
-            recorded_user=recorded_user)
+            recorded_user=recorded_user, token_counts=worker_counts())
 
 
 def _compress(rt: Runtime, session: Any, streamer: TraceStreamer, topic: Any) -> None:
@@ -137,4 +153,5 @@ def _compress(rt: Runtime, session: Any, streamer: TraceStreamer, topic: Any) ->
         committed = session.compress(str(topic) if topic else None)
     except Exception as exc:
         error = _failure(exc)
-    rt.send("update", what="compressed", batch=streamer.batch(), committed=committed, error=error)
+    rt.send("update", what="compressed", batch=streamer.batch(), committed=committed, error=error,
+            token_counts=worker_counts())

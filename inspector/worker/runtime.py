@@ -36,6 +36,8 @@ class Runtime:
         self.tracker = tracking.Tracker(os.path.join(work, TRACKER_FILE))
         self.cancel = threading.Event()
         self.inbox: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()  # frames after the job (a session)
+        #: called before every inline hook (a live chat streams what it recorded: see inspector.worker.chat)
+        self.before_hook: Any = None
         self._stack_file: Any = None
 
     def send(self, type_: str, **fields: Any) -> None:
@@ -76,6 +78,8 @@ class Runtime:
             return found
 
         def tracked_arm(timeout: float, hook: Any) -> None:
+            if self.before_hook is not None:
+                self.before_hook()
             name, where = label(hook)
             tracker.begin(tracking.INLINE, name, where, timeout)
             arm(timeout, hook)

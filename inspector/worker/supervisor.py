@@ -52,7 +52,7 @@ CANCEL_GRACE = 1.0  # after a cancel, seconds the worker has to send its partial
 ECHO_LIMIT = 256 * 1024  # characters of a worker's stdout/stderr shown on the terminal
 POLL = 0.05
 STARTUP_LIMIT = 120.0  # seconds a worker may take to start (imports on a loaded machine)
-COUNTING_JOBS = ("replay", "follow")  # the jobs whose ``done`` frame hands back new token counts
+COUNTING_JOBS = ("replay", "follow", "chat")  # the jobs that hand back new token counts (``done``; a chat's ``update``)
 
 STATUS_OK = "ok"
 STATUS_CANCELLED = "cancelled"
@@ -436,6 +436,11 @@ class Worker:
                 self.assembler.add(batch)
             if kind == "done":
                 self.done = frame
+            elif kind == "update" and frame.get("token_counts") is not None:
+                # A chat hands its new counts back after each turn: a worker that dies later keeps them.
+                from inspector.tokens.persistent import store_worker_counts
+
+                store_worker_counts(self.token_cache, frame["token_counts"])
         elif kind == "loaded":
             self.warnings = [str(w) for w in frame.get("warnings") or []]
         elif kind == "note":

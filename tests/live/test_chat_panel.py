@@ -184,3 +184,22 @@ def test_a_hostile_engine_in_a_worker_is_a_fault_and_the_window_stays_responsive
     timer.stop()
     assert widget.shutdown(10_000)
     assert made[0].trace is not None and made[0].trace.events[-1].kind == "on_session_end"
+
+
+def test_a_worker_that_ends_while_the_chat_is_idle_is_shown_at_once(qtbot):
+    import threading
+
+    class IdleChat:  # the part of a WorkerChat the panel listens to
+        on_idle_end = None
+        settings = None
+
+    chat = IdleChat()
+    widget = ChatPanel(Cursor(), session=chat)
+    qtbot.addWidget(widget)
+    assert chat.on_idle_end is not None
+    dead = Trace()
+    with qtbot.waitSignal(widget.trace_updated, timeout=5_000) as blocker:
+        threading.Thread(target=chat.on_idle_end, args=("the worker died (killed by SIGKILL)", dead)).start()
+    assert blocker.args[0] is dead
+    assert "worker ended while idle: the worker died (killed by SIGKILL)" in widget.view.toPlainText()
+    assert "next message starts a new one" in widget.status_label.text()

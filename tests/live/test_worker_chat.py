@@ -18,6 +18,7 @@ import pytest
 
 from inspector.live.responder import LiveCancelled, LiveError
 from inspector.live.worker_chat import FAULT, WorkerChat
+from inspector.trace.model import EV_REQUEST
 from tests.live.chat_engines import EXIT_TOKENS, FREEZE_TOKENS, LEAK_TOKENS
 from tests.live.fake_openai import Reply
 from tests.live.helpers import live_config
@@ -92,9 +93,13 @@ def test_a_frozen_engine_ends_the_turn_as_a_fault_and_the_chat_goes_on_in_a_new_
             chat.send("two")
         assert time.monotonic() - start < BOUND
         assert caught.value.kind == FAULT and "update_from_response ran past its 1 s timeout" in str(caught.value)
-        last = chat.snapshot().events[-1]
+        frozen = chat.snapshot()
+        last = frozen.events[-1]
         assert last.fault is not None and last.fault.kind == "timeout"
-        assert last.turn == 1  # the frozen turn's events up to its provider call came back before it froze
+        assert last.turn == 1  # the frozen turn's events came back before it froze
+        # ... up to the hook that froze: its provider call is recorded, with the response
+        assert [e.kind for e in frozen.events if e.turn == 1][-2:] == [EV_REQUEST, "update_from_response"]
+        assert frozen.requests[-1].turn == 1
         assert "context_engine/live_hostile/__init__.py" in last.fault.where
         assert chat.send("three") == "second answer"
         assert chat.workers_started == 2
@@ -147,3 +152,48 @@ def test_an_engine_that_does_not_load_is_a_clear_error(server, chat_plugins, sec
     finally:
         chat.close()
     assert os.getpid()  # this process is fine
+
+
+def test_what_a_turn_counted_reaches_the_token_cache_before_the_chat_ends(server, chat_plugins, tmp_path,
+                                                                          monkeypatch):
+    import sqlite3
+
+    from inspector.tokens import persistent
+
+    path = tmp_path / "tc.sqlite"
+    monkeypatch.setenv(persistent.ENV_VAR, str(path))
+    persistent.forget_open_caches()
+    server.add(Reply("Hello from the model.", prompt_tokens=90))
+    chat = _chat(server, chat_plugins)
+    try:
+        assert chat.send("hello") == "Hello from the model."
+        conn = sqlite3.connect(path)
+        try:
+            stored = conn.execute("SELECT COUNT(*) FROM counts").fetchone()[0]
+        finally:
+            conn.close()
+        assert stored >= 2  # the system prompt and the user's message at least, written after the turn
+    finally:
+        chat.close()
+        persistent.forget_open_caches()
+
+
+def test_a_worker_that_dies_while_the_chat_is_idle_is_told_at_once_and_the_next_message_goes_on(
+        server, chat_plugins, secret_key):
+    import signal
+
+    server.add(Reply("first answer"), Reply("after the death"))
+    chat = _chat(server, chat_plugins)
+    told = threading.Event()
+    heard: list[tuple[str, object]] = []
+    chat.on_idle_end = lambda text, trace: (heard.append((text, trace)), told.set())
+    try:
+        assert chat.send("one") == "first answer"
+        os.kill(chat._worker.proc.pid, signal.SIGKILL)  # the OOM killer, say, between two messages
+        assert told.wait(BOUND), "nobody was told the worker died"
+        text, trace = heard[0]
+        assert "worker died" in text and "SIGKILL" in text
+        assert trace is not None and len(trace.requests) == 1  # the trace so far, for the window
+        assert chat.send("two") == "after the death" and chat.workers_started == 2
+    finally:
+        chat.close()

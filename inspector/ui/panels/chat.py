@@ -100,6 +100,8 @@ class ChatPanel(Panel):
     busy_changed = Signal(bool)
     #: each piece of streamed reply text, as it is shown (GUI thread)
     reply_delta = Signal(str)
+    #: a session's worker ended with a fault while no message was in flight (from the watching thread)
+    _idle_end = Signal(str, object)
 
     def __init__(
         self,
@@ -156,6 +158,8 @@ class ChatPanel(Panel):
         layout.addLayout(buttons)
         layout.addWidget(self.status_label)
 
+        self._idle_end.connect(self._on_idle_end)
+        self._watch(session)
         self.send_button.clicked.connect(lambda: self.send_text())
         self.cancel_button.clicked.connect(self.cancel)
         self.save_button.clicked.connect(lambda: self.save_transcript())
@@ -319,7 +323,27 @@ class ChatPanel(Panel):
     def _on_session_ready(self, session: Any) -> None:
         self._session = session
         self._owns_session = True
+        self._watch(session)
         self._update_endpoint()
+
+    def _watch(self, session: Any) -> None:
+        """Hear of a worker that ends while the chat is idle (a WorkerChat; an in-process session has none)."""
+        if session is None or not hasattr(session, "on_idle_end"):
+            return
+
+        def tell(text: str, trace: Trace | None) -> None:
+            try:
+                self._idle_end.emit(text, trace)
+            except RuntimeError:  # the panel is gone (the window closed): nobody to tell
+                pass
+
+        session.on_idle_end = tell
+
+    def _on_idle_end(self, text: str, trace: Trace | None) -> None:
+        self._append(f"\n[the engine's worker ended while idle: {text}]\n")
+        self._status("The engine's worker ended; the conversation is kept, and the next message starts a new one.")
+        if trace is not None:
+            self.trace_updated.emit(trace)
 
     def _on_delta(self, text: str) -> None:
         self._append(text)
