@@ -66,6 +66,18 @@ _TOOL_ERROR_START = re.compile(r"\s*(?:E\s+)?(?:[\w.]*(?:Error|Exception)\b:?|Tr
                                r"error[:\[]|fatal:|panic:)")
 _TOOL_ERROR_PHRASES = ("No such file or directory", "Permission denied", "command not found")
 _TOOL_ERROR_PHRASE = re.compile(r"\b(?:" + "|".join(_TOOL_ERROR_PHRASES) + r")\b")
+# Every line a tool output's key-line rule keeps (below) holds a match of one of these: each begins
+# with a literal, which the regex engine finds at memory-search speed. They say more loosely what
+# _TOOL_ERROR_START, _TOOL_ERROR_PHRASE and _RESULT_LINE say: a superset, checked line by line after.
+_KEY_LINE_SCANS = tuple(re.compile(p) for p in (
+    "Error", "Exception", "Traceback", "FAILED", "ERROR", "error:", r"error\[", "fatal:", "panic:",
+    *_TOOL_ERROR_PHRASES,
+    *(rf" {w}(?<=\d {w})" for w in ("passed", "failed", "error", "skipped", "warning", "deselected", "xfailed",
+                                      "file", "insertion", "deletion")),
+    "exit code", "exit status", r"returned? \d", "Total", "total", "OK", "PASS", "FAIL",
+    "Build succeeded", "Build failed", "build succeeded", "build failed"))
+# Line boundaries str.splitlines() knows besides \n.
+_OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _LISTING_LINE = re.compile(r"^\s*\d+\s*[|:]|^\s*(?:def|class|import|from|raise|except|return|if|elif|for|while)\b")
 MAX_TOOL_KEY_LINES = 10  # errors and result lines of one tool output (the rest is detail)
 _RESULT_LINE = re.compile(r"\b(?:\d+ (?:passed|failed|errors?|skipped|warnings?|deselected|xfailed)|exit (?:code|status)"
@@ -221,6 +233,62 @@ def _identifier_like(text: str) -> bool:
         "_" in text or "." in text or "(" in text or any(c.isupper() for c in text[1:]))
 
 
+def _candidate_lines(prose: str) -> list[str] | None:
+    """The lines of a tool output that may be key lines, in order: a superset of those
+    :func:`tool_key_lines` keeps, found by scanning the whole text in C instead of matching
+    each of its lines in Python (megabytes of output read back: most of the extraction's time).
+
+    None where the output has line breaks other than ``\\n`` (``splitlines`` splits on more),
+    so the caller goes line by line.
+    """
+    if _OTHER_BREAKS.search(prose):
+        return None
+    starts: set[int] = set()
+    for rx in _KEY_LINE_SCANS:  # none of them spans a line break
+        m = rx.search(prose)
+        while m is not None:
+            starts.add(prose.rfind("\n", 0, m.start()) + 1)
+            end = prose.find("\n", m.end())  # this line is a candidate already: on to the next
+            m = rx.search(prose, end + 1) if end >= 0 else None
+    out = []
+    for start in sorted(starts):
+        end = prose.find("\n", start)
+        out.append(prose[start:] if end < 0 else prose[start:end])
+    return out
+
+
+def tool_key_lines(prose: str) -> Iterator[tuple[str, str]]:
+    """A tool output's key lines: errors and results (at most :data:`MAX_TOOL_KEY_LINES`), then its last line.
+
+    A line counts when it is not a source listing and starts like an error, names an error phrase,
+    or reads like a result; each of those needs a match of a pattern that never spans a line
+    break, so only lines holding one are looked at (:func:`_candidate_lines`).
+    """
+    lines = prose.splitlines()
+    candidates = _candidate_lines(prose)
+    key_lines = 0
+    if candidates is None:
+        # No pattern below spans a line break, so one that matches nowhere in the output matches no line.
+        phrase = _TOOL_ERROR_PHRASE.search if any(p in prose for p in _TOOL_ERROR_PHRASES) else None
+        result = _RESULT_LINE.search if _RESULT_LINE.search(prose) else None
+    else:  # the same rule without the whole-output checks: a candidate line is checked itself
+        phrase, result = _TOOL_ERROR_PHRASE.search, _RESULT_LINE.search
+    for line in lines if candidates is None else candidates:
+        if key_lines >= MAX_TOOL_KEY_LINES:
+            break
+        if _LISTING_LINE.match(line):
+            continue
+        if _TOOL_ERROR_START.match(line) or (phrase is not None and phrase(line)):
+            key_lines += 1
+            yield ERROR, line
+        elif result is not None and result(line):
+            key_lines += 1
+            yield RESULT, line
+    tail = next((ln for ln in reversed(lines) if ln.strip()), "")
+    if tail and len(tail) <= MAX_FACT_CHARS and not _LISTING_LINE.match(tail):
+        yield RESULT, tail
+
+
 def _raw_facts(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """(kind, text) in a fixed order: kinds first by :data:`KINDS`, then by position."""
     role = message.get("role")
@@ -239,28 +307,10 @@ def _raw_facts(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
     if role == "assistant":
         for command in _commands(message, text):
             yield COMMAND, command
-    lines = prose.splitlines()
     if is_tool:
-        key_lines = 0
-        # No pattern below spans a line break, so one that matches nowhere in the output matches no line.
-        phrase = _TOOL_ERROR_PHRASE.search if any(p in prose for p in _TOOL_ERROR_PHRASES) else None
-        result = _RESULT_LINE.search if _RESULT_LINE.search(prose) else None
-        for line in lines:
-            if key_lines >= MAX_TOOL_KEY_LINES:
-                break
-            if _LISTING_LINE.match(line):
-                continue
-            if _TOOL_ERROR_START.match(line) or (phrase is not None and phrase(line)):
-                key_lines += 1
-                yield ERROR, line
-            elif result is not None and result(line):
-                key_lines += 1
-                yield RESULT, line
-        tail = next((ln for ln in reversed(lines) if ln.strip()), "")
-        if tail and len(tail) <= MAX_FACT_CHARS and not _LISTING_LINE.match(tail):
-            yield RESULT, tail
+        yield from tool_key_lines(prose)
     else:
-        for line in lines:
+        for line in prose.splitlines():
             if _ERROR_LINE.search(line):
                 yield ERROR, line
     yield from ((PATH, p) for p in _paths(text))

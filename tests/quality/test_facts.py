@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from inspector.quality import facts as fx
 from inspector.quality.facts import extract_facts, message_facts, normalise
 
@@ -72,3 +75,42 @@ def test_extraction_is_deterministic_on_the_demo():
     first = extract_facts(messages)
     assert first == extract_facts(json.loads(DEMO.read_text())["messages"])
     assert len(first) > 100 and {f.kind for f in first} >= {fx.DECISION, fx.COMMAND, fx.ERROR, fx.PATH}
+
+
+def _key_lines_line_by_line(prose: str) -> list[tuple[str, str]]:
+    """The rule as stated, one line at a time: what the scan over the whole output must equal."""
+    out, lines = [], prose.splitlines()
+    phrase = any(p in prose for p in fx._TOOL_ERROR_PHRASES)
+    result = fx._RESULT_LINE.search(prose) is not None
+    for line in lines:
+        if len(out) >= fx.MAX_TOOL_KEY_LINES:
+            break
+        if fx._LISTING_LINE.match(line):
+            continue
+        if fx._TOOL_ERROR_START.match(line) or (phrase and fx._TOOL_ERROR_PHRASE.search(line)):
+            out.append((fx.ERROR, line))
+        elif result and fx._RESULT_LINE.search(line):
+            out.append((fx.RESULT, line))
+    tail = next((ln for ln in reversed(lines) if ln.strip()), "")
+    if tail and len(tail) <= fx.MAX_FACT_CHARS and not fx._LISTING_LINE.match(tail):
+        out.append((fx.RESULT, tail))
+    return out
+
+
+_PIECES = ["\n", " ", "  ", "E ", "Error", "ValueError:", "xError", "Exception", "Traceback", "FAILED", "ERROR",
+           "error:", "error[", "fatal:", "panic:", "No such file or directory", "Permission denied", "OK", "PASS",
+           "3 passed", "exit code", "returned 2", "Total", "12|", "def ", "raise ", "word", "_", ".", ":", "\r\n",
+           "\u2028", "\x0c", "7", "build failed", "Build succeeded"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=60))
+def test_a_tool_outputs_key_lines_are_those_of_the_line_by_line_rule(pieces):
+    prose = "".join(pieces)
+    assert list(fx.tool_key_lines(prose)) == _key_lines_line_by_line(prose)
+
+
+def test_key_lines_of_a_long_output_read_back_are_found_without_matching_every_line():
+    listing = "".join(f"{i:5d}|    value_{i} = compute({i})\n" for i in range(20_000))
+    prose = listing + "Traceback (most recent call last):\nValueError: bad value\n== 3 passed, 1 failed in 2.1s ==\n"
+    assert list(fx.tool_key_lines(prose)) == _key_lines_line_by_line(prose)
+    assert [kind for kind, _ in fx.tool_key_lines(prose)] == [fx.ERROR, fx.ERROR, fx.RESULT, fx.RESULT]
