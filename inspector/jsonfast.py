@@ -9,9 +9,12 @@ what ``json`` wrote. Two differences in the text: a float may be spelt otherwise
 as ``0.00001``: the same float), and ``NaN`` or infinity is written as ``null`` (strict JSON)
 where ``json`` writes the non-standard ``NaN``.
 
-Reading stays with the standard library except for text :func:`dumps_fast` wrote: ``orjson``
-reads an integer past 64 bits as a float, which only our own writer can rule out.
-Without ``orjson`` installed, everything goes through the standard library.
+Reading: ``orjson`` reads an integer past 64 bits as a float, so it only reads what
+:func:`dumps_fast` wrote (worker frames). Any other JSON is read by ``msgspec``
+(:func:`loads`), exact for integers of any size and about twice as fast as ``json`` on a long
+trace; what it refuses (lone surrogate escapes, ``NaN``, a malformed document) is parsed again by
+``json``, so the value, or the error with its line and column, is what ``json.loads`` gives.
+Without these libraries installed, everything goes through the standard library.
 """
 
 from __future__ import annotations
@@ -25,7 +28,13 @@ try:
 except ImportError:  # pragma: no cover - a dependency; the standard library serves without it
     orjson = None  # type: ignore[assignment]
 
+try:
+    import msgspec
+except ImportError:  # pragma: no cover - a dependency; the standard library serves without it
+    msgspec = None  # type: ignore[assignment]
+
 Default = Callable[[Any], Any] | None
+_DECODER = msgspec.json.Decoder() if msgspec is not None else None
 
 _OPTIONS = 0 if orjson is None else (orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
                                      | orjson.OPT_PASSTHROUGH_DATETIME)
@@ -62,3 +71,17 @@ def dumps_text(value: Any, default: Default = None) -> str:
     if fast is not None:
         return fast.decode("utf-8")
     return _stdlib_encoder(default).encode(value)
+
+
+def loads(data: bytes | bytearray | memoryview) -> Any:
+    """Parse UTF-8 JSON bytes as ``json.loads(data.decode("utf-8", "surrogatepass"))`` would.
+
+    Raises what that raises (``UnicodeDecodeError``, ``json.JSONDecodeError`` with its line and
+    column, ``RecursionError``): a document ``msgspec`` refuses is parsed again by ``json``.
+    """
+    if _DECODER is not None:
+        try:
+            return _DECODER.decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            pass
+    return json.loads(bytes(data).decode("utf-8", "surrogatepass"))

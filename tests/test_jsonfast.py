@@ -52,3 +52,25 @@ def test_the_default_hook_serves_both_writers_and_nan_is_strict_null():
     assert jsonfast.dumps_text({"s": {3, 1}, "t": (1, 2)}, default) == '{"s":[1,3],"t":[1,2]}'
     assert jsonfast.dumps_text({"s": {2**70}}, default) == f'{{"s":[{2**70}]}}'
     assert json.loads(jsonfast.dumps_text([math.nan])) == [None]
+
+
+@given(_values)
+def test_reading_gives_what_the_standard_library_reads(value):
+    data = _stdlib(value).encode("utf-8", "surrogatepass")
+    assert repr(jsonfast.loads(data)) == repr(json.loads(_stdlib(value)))
+
+
+def test_what_the_fast_reader_refuses_the_standard_library_reads_or_rejects_as_it_would():
+    assert jsonfast.loads(b'{"n": 18446744073709551617}') == {"n": 2**64 + 1}  # exact, not a float
+    assert jsonfast.loads(b'["\\ud800", NaN]')[0] == "\ud800"
+    assert math.isnan(jsonfast.loads(b"[NaN]")[0])
+    for bad in (b'{"a": }', b"", b"[1,"):
+        try:
+            json.loads(bad.decode())
+        except json.JSONDecodeError as expected:
+            try:
+                jsonfast.loads(bad)
+            except json.JSONDecodeError as got:
+                assert (got.lineno, got.colno, got.msg) == (expected.lineno, expected.colno, expected.msg)
+            else:
+                raise AssertionError(f"{bad!r} was accepted")

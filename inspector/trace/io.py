@@ -76,7 +76,7 @@ from inspector.input_files import (
     read_head_inflated,
     read_input,
 )
-from inspector.jsonfast import dumps_text
+from inspector.jsonfast import dumps_text, loads
 from inspector.trace.model import (
     CacheInfo,
     Event,
@@ -1314,15 +1314,13 @@ def _read_doc(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bool]:
     capped at ``MAX_TRACE_BYTES``, and one value longer than ``max_string_chars()`` is refused
     before parsing (see :mod:`inspector.input_files`).
     """
-    text = ""
+    raw = b""
     try:
         raw, compressed, complete = read_input(path, MAX_TRACE_BYTES)
         if not complete:
             raise EOFError("the gzip stream ends early")
         check_values(raw)
-        text = raw.decode("utf-8", "surrogatepass")
-        del raw
-        doc = json.loads(text)
+        doc = loads(raw)
     except InputRefused as exc:
         raise TraceCorruptError(path, str(exc)) from None
     except EOFError as exc:
@@ -1331,7 +1329,7 @@ def _read_doc(path: str | os.PathLike[str]) -> tuple[dict[str, Any], bool]:
         raise TraceCorruptError(path, f"not UTF-8 text at byte {exc.start}") from None
     except json.JSONDecodeError as exc:
         what = (
-            "file is empty" if not text.strip() else f"invalid JSON at line {exc.lineno} column {exc.colno}"
+            "file is empty" if not raw.strip() else f"invalid JSON at line {exc.lineno} column {exc.colno}"
         )
         raise TraceCorruptError(path, f"not a trace file: {what} ({exc.msg})") from None
     except RecursionError:
