@@ -153,21 +153,43 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str | Iterable[str]
 GZIP_LEVEL = 3
 
 
+MEMBER_BYTES = 4 << 20  # text gathered into one gzip member before it is compressed
+
+
 def _write_compressed(pieces: Iterable[bytes | str], mask: Callable[[str], str], put: Callable[[bytes], None]) -> None:
-    """Gzip ``pieces`` through ``put``, compressing each on a second thread while the next one is
-    made (zlib lets go of the interpreter lock, so a JSON encoder producing the pieces and the
-    compressor run on two cores). Order is kept: one piece is compressed at a time."""
+    """Gzip ``pieces`` through ``put`` as consecutive gzip members of about ``MEMBER_BYTES`` each,
+    compressed on every core while the next are made (zlib lets go of the interpreter lock).
+
+    A gzip file may hold several members, which every reader inflates as one stream (ours:
+    :func:`inspector.gunzip.gunzip`; ``gzip -d``; Python's ``gzip``); members of a few megabytes
+    cost a negligible ratio and let a 150 MB session's trace compress on two cores instead of one
+    (``inspector.bench.large_session``). Order is kept; at most one member per core waits.
+    """
     import zlib
+    from collections import deque
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    squeeze = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="inspector-gzip") as pool:
-        pending: Future[None] | None = None
+    cores = max(1, min(4, os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=cores, thread_name_prefix="inspector-gzip") as pool:
+        waiting: deque[Future[bytes]] = deque()
+        buffer: list[bytes] = []
+        size = 0
+
+        def submit() -> None:
+            nonlocal buffer, size
+            data = b"".join(buffer)
+            buffer, size = [], 0
+            waiting.append(pool.submit(zlib.compress, data, GZIP_LEVEL, 31))
+            while len(waiting) > cores:
+                put(waiting.popleft().result())
+
         for piece in pieces:
             raw = mask(piece).encode("utf-8", "surrogatepass") if isinstance(piece, str) else bytes(piece)
-            if pending is not None:
-                pending.result()
-            pending = pool.submit(lambda data=raw: put(squeeze.compress(data)))
-        if pending is not None:
-            pending.result()
-    put(squeeze.flush())
+            buffer.append(raw)
+            size += len(raw)
+            if size >= MEMBER_BYTES:
+                submit()
+        if buffer or not waiting:
+            submit()  # the last member (an empty input still makes a valid gzip file)
+        while waiting:
+            put(waiting.popleft().result())

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from inspector.cli import main
-from inspector.outputs import output_problem
+from inspector.outputs import output_problem, write_atomic
 
 
 def _session(path: Path) -> Path:
@@ -121,3 +121,20 @@ def test_special_files_are_refused_as_outputs_heads(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     assert "named pipe" in (output_problem(str(fifo)) or "")
+
+
+def test_a_compressed_file_is_gzip_members_every_reader_inflates_whole_and_the_same_bytes_each_time(
+        tmp_path: Path, monkeypatch) -> None:
+
+    from inspector import outputs
+    from inspector.gunzip import gunzip
+
+    monkeypatch.setattr(outputs, "MEMBER_BYTES", 1000)  # many members from a small text
+    pieces = [f'{{"n":{i},"text":"{"word " * (i % 50)}"}}\n' for i in range(400)]
+    first = write_atomic(tmp_path / "a.json.gz", iter(pieces), compress=True).read_bytes()
+    again = write_atomic(tmp_path / "b.json.gz", iter(pieces), compress=True).read_bytes()
+    assert first == again  # no time, no name: the same data gives the same file
+    assert first.count(b"\x1f\x8b\x08") > 5  # several members
+    whole = "".join(pieces).encode()
+    assert gzip.decompress(first) == whole
+    assert gunzip(first, 1 << 30) == (whole, True)

@@ -304,8 +304,12 @@ def run(args: argparse.Namespace) -> int:
         if assumed:
             print(f"note: {assumed}", file=sys.stderr)
         sent = True
+        from inspector.quality.analysis import facts_ahead
+
         try:
-            traces = collect_traces(started.send(session), engines)
+            with facts_ahead(session.messages):  # this process's idle core, while the workers replay
+                outcomes = started.send(session)
+            traces = collect_traces(outcomes, engines)
         except ReplayFailed as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -318,10 +322,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     for note in {(t.meta.get("price") or {}).get("note") for t in traces} - {None}:
         print(f"note: {note}", file=sys.stderr)
-    from inspector.quality.analysis import analyse
+    from inspector.quality.analysis import analyse, forget_facts_ahead
 
     for trace in traces:  # derived from the trace; cached in it, so a saved trace carries it
         analyse(trace)
+    forget_facts_ahead()
     run_graded_probes(args, traces, config, sys.stderr)
     if args.out:
         from inspector.trace.io import save_trace

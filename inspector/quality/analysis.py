@@ -9,7 +9,10 @@ this analysis version from a trace of the same size; anything else is recomputed
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,3 +159,43 @@ def retention_before(analysis: Analysis, event: int) -> tuple[int, float] | None
         if point[0] <= event:
             found = point
     return found
+
+
+@contextlib.contextmanager
+def facts_ahead(messages: list[dict[str, Any]]) -> Iterator[None]:
+    """While the block runs (a worker replaying the session), extract the session's facts on a
+    thread of this process, keyed as the trace will store its messages; the analysis after the
+    replay then finds them made (``inspector.quality.facts.prepare_facts``). Only a speed-up."""
+    from inspector.host.replay import wire_form
+    from inspector.quality.facts import prepare_facts
+    from inspector.trace.model import message_key
+
+    stop = threading.Event()
+
+    def keyed() -> Iterator[tuple[str, dict[str, Any]]]:
+        for message in messages:
+            if stop.is_set():
+                return
+            wire = wire_form(message)
+            yield message_key(wire), wire
+
+    def run() -> None:
+        try:
+            prepare_facts(keyed(), stop)
+        except Exception:  # noqa: BLE001 - the analysis extracts whatever is missing itself
+            pass
+
+    thread = threading.Thread(target=run, name="inspector-facts-ahead", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def forget_facts_ahead() -> None:
+    """Drop the facts made ahead (after the analysis that needed them)."""
+    from inspector.quality.facts import forget_prepared
+
+    forget_prepared()

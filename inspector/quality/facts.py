@@ -341,6 +341,36 @@ def message_facts(message: dict[str, Any], origin: int) -> list[Fact]:
     return [f for k in KINDS for f in by_kind[k]]
 
 
+# Facts of messages by content key, made ahead (see :func:`prepare_facts`): (kind, text, norm) each.
+_PREPARED: dict[str, list[tuple[str, str, str]]] = {}
+
+
+def prepare_facts(keyed: Iterable[tuple[str, dict[str, Any]]], stop: Any = None) -> None:
+    """Extract the facts of ``(content key, message)`` pairs now, for :func:`facts_of` to hand out.
+
+    A command that replays a session has the session before the trace exists, and an idle core
+    while a worker replays it: extracting the facts then leaves the analysis after the replay
+    less to do. ``stop`` (a ``threading.Event``) ends the work early.
+    """
+    for key, message in keyed:
+        if stop is not None and stop.is_set():
+            return
+        if key not in _PREPARED:
+            _PREPARED[key] = [(f.kind, f.text, f.norm) for f in message_facts(message, 0)]
+
+
+def facts_of(key: str, message: dict[str, Any], origin: int) -> list[Fact]:
+    """``message_facts(message, origin)``, from the facts prepared for its content ``key`` when there are."""
+    found = _PREPARED.get(key)
+    if found is None:
+        return message_facts(message, origin)
+    return [Fact(kind, text, norm, origin) for kind, text, norm in found]
+
+
+def forget_prepared() -> None:
+    _PREPARED.clear()
+
+
 def extract_facts(messages: Iterable[dict[str, Any]]) -> list[Fact]:
     """Facts of a sequence of session messages; ``origin`` is the position in the sequence.
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspector.quality.facts import Fact, message_facts, normalise, searchable_text
+from inspector.quality.facts import Fact, facts_of, normalise, searchable_text
 from inspector.quality.lifetime import Lifetimes
 from inspector.trace.model import Trace
 
@@ -175,7 +175,7 @@ class FactIndex:
         if found is None:
             life = self.lifetimes.messages[index]
             msg = self.trace.store.messages.get(life.key) or {}
-            found = self._by_message[index] = message_facts(msg, index)
+            found = self._by_message[index] = facts_of(life.key, msg, index)
         return found
 
     def of_part(self, indices: Iterable[int]) -> list[Fact]:

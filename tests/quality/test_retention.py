@@ -56,3 +56,29 @@ def test_facts_are_found_normalised_as_well_as_verbatim(run):
     point = only(compute(run(Shouting())).retention.compactions)
     assert point.retention == 1.0
     assert all(f.normalised for f in point.facts)  # only the case-folded form matches
+
+
+def test_facts_made_ahead_from_the_session_are_the_ones_the_analysis_would_extract(run, monkeypatch):
+    from inspector.host.replay import wire_form
+    from inspector.quality import facts as fx
+    from inspector.quality.analysis import facts_ahead, forget_facts_ahead
+    from inspector.trace.model import message_key
+
+    from .conftest import url_session
+
+    session = url_session()
+    trace = run(KeepLastTwo(), session)
+    fresh = compute(trace).to_json({})
+    forget_facts_ahead()
+    fx.prepare_facts((message_key(wire_form(m)), wire_form(m)) for m in session.messages)
+    extracted: list[int] = []
+    real = fx.message_facts
+    monkeypatch.setattr(fx, "message_facts", lambda message, origin: extracted.append(origin) or real(message, origin))
+    try:
+        assert compute(trace).to_json({}) == fresh  # the same analysis, every fact
+        assert extracted == []  # ... and no session message extracted again: all were keyed as the trace keys them
+    finally:
+        forget_facts_ahead()
+    with facts_ahead(session.messages):  # the command's way: on a thread while the replay runs
+        pass
+    forget_facts_ahead()
