@@ -530,7 +530,8 @@ class _ShapeDecoder:
         sid = entry[0]
         if sid == -1 and len(entry) == 2:
             return entry[1]
-        _expect(type(sid) is int and 0 <= sid < len(self.shapes), f"{self.what} refers to shape {sid!r}")
+        if not (type(sid) is int and 0 <= sid < len(self.shapes)):
+            raise ValueError(f"{self.what} refers to shape {sid!r}")
         out: dict[str, Any] = {}
         j = 1
         for k, tag, const in self.shapes[sid]:
@@ -542,7 +543,8 @@ class _ShapeDecoder:
                 out[k] = usage
                 continue
             if tag == _RESPONSE:
-                _expect(type(response) is str, f"{self.what} refers to the response of no request")
+                if type(response) is not str:
+                    raise ValueError(f"{self.what} refers to the response of no request")
                 out[k] = response
                 continue
             v = entry[j]
@@ -550,7 +552,8 @@ class _ShapeDecoder:
             if tag == _LIST:
                 out[k] = {"$list": v}
             elif tag == _MSG or tag == _KEY:
-                _expect(type(v) is int and 0 <= v < len(self.keys), f"{self.what} refers to message {v!r}")
+                if not (type(v) is int and 0 <= v < len(self.keys)):
+                    raise ValueError(f"{self.what} refers to message {v!r}")
                 out[k] = {"$msg": self.keys[v]} if tag == _MSG else self.keys[v]
             else:
                 out[k] = v
@@ -883,14 +886,17 @@ def _decode_events(d: Any, requests: list[Request], keys: list[str]) -> list[Eve
     n_requests = len(requests)
     for i in range(n):
         k = kind[i]
-        _expect(type(k) is int and (0 <= k < len(kinds) or k == -1), f"event {i} has no kind")
+        if not (type(k) is int and (0 <= k < len(kinds) or k == -1)):
+            raise ValueError(f"event {i} has no kind")
         tv = turn[i]
         if tv is not None:
-            _expect(type(tv) is int, f"event {i} has a bad turn")
+            if type(tv) is not int:
+                raise ValueError(f"event {i} has a bad turn")
             prev_turn += tv
             tv = prev_turn
         rv = request[i]
-        _expect(type(rv) is int, f"event {i} has a bad request")
+        if type(rv) is not int:
+            raise ValueError(f"event {i} has a bad request")
         usage = response = None
         if rv == 0:
             r = None
@@ -900,7 +906,8 @@ def _decode_events(d: Any, requests: list[Request], keys: list[str]) -> list[Eve
             if 0 <= r < n_requests:
                 usage, response = requests[r].usage, requests[r].response_key
         dur = duration[i]
-        _expect(type(dur) is int, f"event {i} has a bad duration")
+        if type(dur) is not int:
+            raise ValueError(f"event {i} has a bad duration")
         a = args[i]
         if a is None:
             a = {}
@@ -947,17 +954,22 @@ def _decode_events(d: Any, requests: list[Request], keys: list[str]) -> list[Eve
     for name, default in (("fault", None), ("thread", None), ("note", None), ("output", None)):
         for i, v in enumerate(_unsparse(d.get(name, {}), n, default, f"event {name}s")):
             if v is not None:
-                _expect(name != "output" or isinstance(v, str), f"event {i}'s output is not text")
+                if not (name != "output" or isinstance(v, str)):
+                    raise ValueError(f"event {i}'s output is not text")
                 setattr(events[i], name, Fault(v["kind"], v["message"], v.get("traceback")) if name == "fault" else v)
     for name, values in more.items():
-        _expect(name in _EVENT_DEFAULTS or name == "kind", f"events have an unknown field {name!r}")
-        _expect(isinstance(values, dict), f"event {name} overrides are not an object")
+        if not (name in _EVENT_DEFAULTS or name == "kind"):
+            raise ValueError(f"events have an unknown field {name!r}")
+        if not (isinstance(values, dict)):
+            raise ValueError(f"event {name} overrides are not an object")
         for k, v in values.items():
             i = int(k)
-            _expect(0 <= i < n, f"event {name} refers to event {k}")
+            if not (0 <= i < n):
+                raise ValueError(f"event {name} refers to event {k}")
             setattr(events[i], name, v)
     for ev in events:
-        _expect(isinstance(ev.kind, str), f"event {ev.index} has no kind")
+        if not (isinstance(ev.kind, str)):
+            raise ValueError(f"event {ev.index} has no kind")
     return events
 
 
@@ -1122,7 +1134,8 @@ def _decode_requests(d: Any, n_lists: int, keys: list[str]) -> list[Request]:
     prev_blocks: list[Any] = []
     for i in range(n):
         rk = reason_kind[i]
-        _expect(type(rk) is int and 0 <= rk < len(kinds), f"request {i} has a bad reason kind")
+        if not (type(rk) is int and 0 <= rk < len(kinds)):
+            raise ValueError(f"request {i} has a bad reason kind")
         info = CacheInfo(
             read=read[i],
             write=write[i],
@@ -1143,15 +1156,18 @@ def _decode_requests(d: Any, n_lists: int, keys: list[str]) -> list[Request]:
         prev_blocks = info.block_tokens
         ts = timestamp[i]
         if ts is not None:
-            _expect(type(ts) in (int, float), f"request {i} has a bad timestamp")
+            if type(ts) not in (int, float):
+                raise ValueError(f"request {i} has a bad timestamp")
             ts = prev_ts = prev_ts + ts
         key = response[i]
         if type(key) is int:
             prev_resp += key
-            _expect(0 <= prev_resp < len(keys), f"request {i} refers to message {prev_resp}")
+            if not (0 <= prev_resp < len(keys)):
+                raise ValueError(f"request {i} refers to message {prev_resp}")
             key = keys[prev_resp]
         else:
-            _expect(key is None or type(key) is str, f"request {i} has a bad response key")
+            if not (key is None or type(key) is str):
+                raise ValueError(f"request {i} has a bad response key")
         req = Request(
             index=i,
             turn=turn[i],
@@ -1174,11 +1190,14 @@ def _decode_requests(d: Any, n_lists: int, keys: list[str]) -> list[Request]:
     for name, values in more.items():
         target = name[6:] if name.startswith("cache.") else name
         known = _CACHE_DEFAULTS if name.startswith("cache.") else _REQUEST_DEFAULTS
-        _expect(target in known or target in ("turn", "call", "event", "assembled", "selected"), f"requests have an unknown field {name!r}")
-        _expect(isinstance(values, dict), f"request {name} overrides are not an object")
+        if not (target in known or target in ("turn", "call", "event", "assembled", "selected")):
+            raise ValueError(f"requests have an unknown field {name!r}")
+        if not (isinstance(values, dict)):
+            raise ValueError(f"request {name} overrides are not an object")
         for k, v in values.items():
             i = int(k)
-            _expect(0 <= i < n, f"request {name} refers to request {k}")
+            if not (0 <= i < n):
+                raise ValueError(f"request {name} refers to request {k}")
             setattr(out[i].cache if name.startswith("cache.") else out[i], target, v)
     for req in out:
         for name in ("assembled", "selected"):
@@ -1188,9 +1207,12 @@ def _decode_requests(d: Any, n_lists: int, keys: list[str]) -> list[Request]:
             )
         # Wrong types would load, then fail wherever a panel or a summary reads them.
         i, c = req.index, req.cache
-        _expect(_numbers(req.tokens), f"request {i} tokens are not a map of numbers")
-        _expect(req.usage is None or _numbers(req.usage), f"request {i} usage is not a map of numbers")
-        _expect(req.recorded is None or _numbers(req.recorded), f"request {i} recorded usage is not a map of numbers")
+        if not (_numbers(req.tokens)):
+            raise ValueError(f"request {i} tokens are not a map of numbers")
+        if not (req.usage is None or _numbers(req.usage)):
+            raise ValueError(f"request {i} usage is not a map of numbers")
+        if not (req.recorded is None or _numbers(req.recorded)):
+            raise ValueError(f"request {i} recorded usage is not a map of numbers")
         _expect(all(v is None or _number(v) for v in (c.read, c.write, c.uncached, c.cost)),
                 f"request {i} cache figures are not numbers")
     return out
@@ -1380,6 +1402,9 @@ def _check_header(path: str | os.PathLike[str], doc: dict[str, Any], expected: s
 
 
 def _expect(cond: bool, what: str) -> None:
+    """Raise ValueError(what) unless ``cond``. Loops over every event, request and list check
+    inline instead (``if not …: raise``): an f-string message made for each call that passes
+    was a fifth of reopening a long trace."""
     if not cond:
         raise ValueError(what)
 
@@ -1396,9 +1421,11 @@ def _decode_lists(
     n_keys = len(keys) if keys is not None else 0
     total = 0
     for i, entry in enumerate(encoded, start=first):
-        _expect(isinstance(entry, list) and entry and type(entry[0]) is int, f"list {i} has no base")
+        if not (isinstance(entry, list) and entry and type(entry[0]) is int):
+            raise ValueError(f"list {i} has no base")
         back = entry[0]
-        _expect(0 <= back <= i, f"list {i} refers to list {i}-{back!r}")
+        if not (0 <= back <= i):
+            raise ValueError(f"list {i} refers to list {i}-{back!r}")
         base = (lists[i - back - first] if i - back >= first else prior[i - back]) if back else ()
         out: list[str] = []
         k, n = 1, len(entry)
@@ -1406,18 +1433,22 @@ def _decode_lists(
             item = entry[k]
             if type(item) is int and item < 0:
                 m = -item - 1
-                _expect(keys is not None and m < n_keys, f"list {i} refers to unknown message index {m}")
+                if not (keys is not None and m < n_keys):
+                    raise ValueError(f"list {i} refers to unknown message index {m}")
                 key = keys[m]  # type: ignore[index]
-                _expect(key in messages, f"list {i} refers to unknown message {key!r}")
+                if key not in messages:
+                    raise ValueError(f"list {i} refers to unknown message {key!r}")
                 out.append(key)
                 k += 1
                 continue
             if isinstance(item, str):
-                _expect(item in messages, f"list {i} refers to unknown message {item!r}")
+                if item not in messages:
+                    raise ValueError(f"list {i} refers to unknown message {item!r}")
                 out.append(item)
                 k += 1
                 continue
-            _expect(k + 1 < n, f"list {i} ends inside a copy")
+            if not (k + 1 < n):
+                raise ValueError(f"list {i} ends inside a copy")
             start, length = item, entry[k + 1]
             _expect(
                 type(start) is int
