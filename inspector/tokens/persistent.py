@@ -171,8 +171,9 @@ class TokenCache:
     def get_many(self, namespace: str, keys: Iterable[str]) -> dict[str, int]:
         """The stored counts of ``keys`` (those found), in one query per ``LOOKUP_CHUNK`` keys.
 
-        A replay asks for a batch of turns' messages at once: one primary-key lookup each was a
-        tenth of a warm replay's time (``inspector.bench.host_bench``).
+        A replay asks for a batch of turns' messages at once (``TokenCounter.recall``): one
+        primary-key query per message was a tenth of a cold 1,000-turn replay's time, every one
+        of them finding nothing (``inspector.bench.host_bench``).
         """
         found: dict[str, int] = {}
         ask: list[str] = []
