@@ -115,6 +115,7 @@ class RequestAssembly:
         self._form_cache: dict[int, tuple[dict, dict, dict, str, int, int]] = {}
         # id(message) -> (message, rough chars, images) for history rows not yet assembled
         self._rough_cache: dict[int, tuple[dict, int, int]] = {}
+        self._prepared: set[int] = set()  # ids of the last prepared batch, kept until they join the history
         # id(copy) -> (copy, original) for the top-level messages of the last compress snapshot
         self.snapshot_of: dict[int, tuple[dict, dict]] = {}
         self._asm: AssembledHistory | None = None
@@ -174,6 +175,7 @@ class RequestAssembly:
         in the persistent token cache at once (``TokenCounter.recall``) before any is counted.
         """
         cache = self._form_cache
+        self._prepared = {id(m) for m in messages}
         todo = []
         for message in messages:
             entry = cache.get(id(message))
@@ -287,7 +289,8 @@ class RequestAssembly:
         """
         asm = self._asm
         history = self.history
-        if asm is None or asm.history is not history or asm.n > len(history):
+        rebuilt = asm is None or asm.history is not history or asm.n > len(history)
+        if rebuilt:
             asm = AssembledHistory(history)
             system = self.system()
             if system is not None:
@@ -299,7 +302,20 @@ class RequestAssembly:
             shaped, wire, key, raw_chars, raw_images = self.forms(msg)
             asm.add(shaped, wire, key, tokens[key], raw_chars, raw_images)
         asm.n = len(history)
+        if rebuilt:
+            self._keep_forms_of(history)
         return asm
+
+    def _keep_forms_of(self, history: list[dict[str, Any]]) -> None:
+        """Drop the cached forms of messages that left the history (a compaction replaced it).
+
+        Each entry holds its message, so without this every message of a long session stays
+        alive with two copies of it long after the engine dropped it; the wire form the trace
+        records lives on in the store. The batch :meth:`prepare` computed ahead is kept.
+        """
+        live = {id(m) for m in history} | self._prepared
+        self._form_cache = {k: v for k, v in self._form_cache.items() if k in live}
+        self._rough_cache = {k: v for k, v in self._rough_cache.items() if k in live}
 
     def history_rough(self) -> int:
         """estimate_messages_tokens_rough(history) from the cached per-message figures."""

@@ -44,9 +44,10 @@ def _canonical_arguments(arguments: Any) -> Any:
     if not isinstance(arguments, str):
         return arguments
     try:
-        return _ARGS_ENCODER.encode(json.loads(arguments))
+        canonical = _ARGS_ENCODER.encode(json.loads(arguments))
     except (ValueError, TypeError):
         return arguments
+    return arguments if canonical == arguments else canonical  # one string kept, not two equal ones
 
 
 def sanitize_message(message: dict[str, Any]) -> dict[str, Any]:

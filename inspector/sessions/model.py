@@ -31,7 +31,7 @@ class ReaderError(Exception):
         self.detail = message
 
 
-@dataclass
+@dataclass(slots=True)  # one per request or turn: a long session holds tens of thousands
 class Usage:
     """Recorded usage of one provider call, in Hermes' canonical convention.
 
@@ -90,7 +90,7 @@ class Usage:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
-@dataclass
+@dataclass(slots=True)  # one per request or turn: a long session holds tens of thousands
 class ApiCall:
     """One model request: the assistant message it produced and what the provider reported."""
 
@@ -100,7 +100,7 @@ class ApiCall:
     model: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)  # one per request or turn: a long session holds tens of thousands
 class Turn:
     """A span of messages started by a genuine user input (docs/formats.md §1.4).
 
