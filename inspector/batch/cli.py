@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,32 @@ def _session_digests(refs: list, store: Any) -> tuple[list[tuple[Any, str]], lis
     return ready, unusable
 
 
+def schedule(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The order tasks go to the workers: one engine × setting after another, largest session first.
+
+    Tasks of one session under different engines running side by side would each tokenise its
+    messages; one after another, the second reads the first's counts from the shared token cache.
+    Within each pass the longest replays go first, so the batch does not end on one long task
+    while the other workers sit idle.
+    """
+    passes: dict[tuple[str, str], int] = {}
+    sizes: dict[str, int] = {}
+
+    def size(task: dict[str, Any]) -> int:
+        path = str(task["session"].get("path") or "")
+        if path not in sizes:
+            try:
+                sizes[path] = os.path.getsize(path)
+            except OSError:
+                sizes[path] = 0
+        return sizes[path]
+
+    def order(task: dict[str, Any]) -> tuple[int, int]:
+        return passes.setdefault((task["engine"], task["setting_label"]), len(passes)), -size(task)
+
+    return sorted(tasks, key=order)
+
+
 def run(args: argparse.Namespace) -> int:
     from inspector.batch.backends import BackendError, make_backend
     from inspector.batch.progress import Progress
@@ -168,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
         stored = {k: r for k, r in stored.items() if r.get("trace_path") and Path(r["trace_path"]).exists()}
     results: dict[str, dict[str, Any]] = {t["key"]: {**stored[t["key"]], **task_identity(t), "reused": True}
                                           for t in tasks if t["key"] in stored}
-    todo = list({t["key"]: t for t in tasks if t["key"] not in results}.values())  # equal keys run once
+    todo = schedule(list({t["key"]: t for t in tasks if t["key"] not in results}.values()))  # equal keys run once
     try:
         backend = make_backend(args.backend, workers=args.workers, address=args.address,
                                log_path=str(out_dir / "workers.log"))

@@ -236,3 +236,19 @@ def test_ctrl_c_stops_cleanly_keeps_partial_results_and_the_next_run_resumes(tmp
     assert again.returncode == 0, again.stderr
     tasks = json.loads(again.stdout)["tasks"]
     assert len(tasks) == 4 and sum(1 for t in tasks if t["reused"]) == kept
+
+
+def test_workers_get_one_engine_after_another_largest_session_first(tmp_path):
+    from inspector.batch.cli import schedule
+
+    sizes = {"small": 10, "large": 3000, "medium": 700}
+    for name, size in sizes.items():
+        (tmp_path / name).write_text("x" * size)
+    tasks = [{"session": {"path": str(tmp_path / name)}, "engine": engine, "setting_label": label, "name": name}
+             for name in sizes for engine in ("compressor", "recall") for label in ("", "threshold=0.5")]
+    order = [(t["engine"], t["setting_label"], t["name"]) for t in schedule(tasks)]
+    # Two tasks of one session never run side by side while others wait: the second would tokenise
+    # what the first is counting instead of reading it from the shared cache.
+    assert order == [(engine, label, name)
+                     for engine in ("compressor", "recall") for label in ("", "threshold=0.5")
+                     for name in ("large", "medium", "small")]
