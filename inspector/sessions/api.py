@@ -10,8 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from inspector.sessions.detect import FORMATS, detect_format, detect_source, resolve_format
+from inspector.sessions.detect import FORMATS, detect_source, open_detected, resolve_format
 from inspector.sessions.model import ReaderError, Session
+from inspector.sessions.source import Source, open_source
 from inspector.sessions.summary import SessionSummary, summarize
 
 OPENAI_FAMILY = ("openai-array", "openai-jsonl", "openai-object", "openai-conversations", "openai-request-log")
@@ -40,10 +41,11 @@ def _not_a_saved_trace(path: str) -> None:
                           path=path)
 
 
-def _format_for(path: str, fmt: str | None) -> str:
+def _format_for(path: str, fmt: str | None) -> tuple[str, Source | None]:
+    """The format (given, or detected) and, when detection read the file, the Source it read."""
     if fmt is None:
-        return detect_format(path)
-    return resolve_format(fmt)
+        return open_detected(path)
+    return resolve_format(fmt), None
 
 
 def load_session(path_or_spec: str | os.PathLike[str], *, format: str | None = None, session_id: str | None = None) -> Session:
@@ -56,15 +58,20 @@ def load_session(path_or_spec: str | os.PathLike[str], *, format: str | None = N
     path, spec_id = split_spec(path_or_spec)
     session_id = session_id if session_id is not None else spec_id
     _not_a_saved_trace(path)
-    fmt = _format_for(path, format)
+    fmt, source = _format_for(path, format)
+    return _read(path, fmt, source, format, session_id)
+
+
+def _read(path: str, fmt: str, source: Source | None, format: str | None, session_id: str | None) -> Session:
+    """:func:`load_session` once the format is known (``source``: the file as detection read it)."""
     if fmt == "hermes-db":
         from inspector.sessions.readers import hermes_db
 
         return hermes_db.load(path, session_id)
     from inspector.sessions.readers import READERS
-    from inspector.sessions.source import open_source
 
-    source = open_source(path)
+    if source is None:
+        source = open_source(path)
     if fmt == "openai":
         fmt = detect_source(source)
         if fmt not in OPENAI_FAMILY:
@@ -120,16 +127,15 @@ def list_sessions(
     """
     path, _ = split_spec(path)
     _not_a_saved_trace(path)
-    fmt = _format_for(path, format)
+    fmt, source = _format_for(path, format)
     if fmt == "hermes-db":
         from inspector.sessions.readers import hermes_db
 
         return hermes_db.list_sessions(path)
     from inspector.sessions.readers import LISTERS
-    from inspector.sessions.source import open_source
 
     if fmt in LISTERS:
-        source = open_source(path)
+        source = source or open_source(path)
         try:
             rows = LISTERS[fmt](source)
             if warnings is not None:
@@ -141,7 +147,7 @@ def list_sessions(
             raise ReaderError("not enough memory to read this file", path=path) from None
         except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError, OverflowError) as exc:
             raise ReaderError(f"not a valid {fmt} file ({type(exc).__name__}: {exc})", path=path) from None
-    session = load_session(path, format=fmt)
+    session = _read(path, fmt, source, fmt, None)
     if warnings is not None:
         warnings.extend(session.warnings)
     return [summarize(session)]

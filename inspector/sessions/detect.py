@@ -8,13 +8,14 @@ that lists the keys seen, so the user can tell what the file actually is.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from inspector.input_files import InputRefused, read_head
 from inspector.sessions.model import ReaderError
-from inspector.sessions.source import SQLITE_MAGIC, Source, decode, json_lines, read_bytes
+from inspector.sessions.source import SQLITE_MAGIC, Source, open_source
 from inspector.sessions.sqlite_ro import connect_readonly
 
 FORMATS: tuple[str, ...] = (
@@ -94,48 +95,57 @@ def is_hermes_db(path: str | Path) -> bool:
 
 def detect_format(path: str | Path) -> str:
     """The format of the file at ``path``, from its bytes."""
+    return open_detected(path)[0]
+
+
+def open_detected(path: str | Path) -> tuple[str, Source | None]:
+    """The format of the file at ``path`` and, unless it is a database, the :class:`Source` it was
+    detected from, for the reader: the file is read, inflated, decoded and parsed once."""
     try:
         magic = read_head(path, len(SQLITE_MAGIC))
     except (OSError, InputRefused):
-        magic = b""  # read_bytes below names the problem
+        magic = b""  # open_source below names the problem
     if magic == SQLITE_MAGIC:  # a state.db may be gigabytes: never read it whole to detect it
         if is_hermes_db(path):
-            return "hermes-db"
+            return "hermes-db", None
         raise ReaderError(
             "an SQLite database without readable Hermes sessions/messages tables (not a Hermes state.db, or damaged)",
             path=str(path),
         )
-    data, _, gz = read_bytes(path)
-    if gz and data.startswith(SQLITE_MAGIC):
-        raise ReaderError("a gzip-compressed SQLite database: decompress it first (gunzip -k), then open the "
-                          ".db file, which is read in place and never modified", path=str(path))
-    text, _ = decode(data, str(path))
-    return detect_text(text, str(path))
+    source = open_source(path)
+    return detect_source(source), source
 
 
 def detect_text(text: str, path: str = "<text>") -> str:
     """Format of decoded transcript text (the part of :func:`detect_format` after the bytes)."""
-    stripped = text.lstrip()
-    if not stripped:
+    return detect_source(Source(path=path, text=text))
+
+
+def detect_source(source: Source) -> str:
+    """Format of a transcript's decoded text; a document parsed whole stays parsed in ``source``."""
+    text, path = source.text, source.path
+    start = _NONBLANK.search(text)
+    if start is None:
         raise ReaderError("file is empty", path=path)
-    head = stripped[0]
+    head = text[start.start()]
     if head == "[":
-        return _detect_array(stripped, path)
+        return _detect_array(source)
     if head != "{":
-        raise ReaderError(f"not a JSON transcript: starts with {stripped[:20]!r}", path=path)
-    lines = [ln for ln in json_lines(stripped) if ln.strip()]
+        raise ReaderError(f"not a JSON transcript: starts with {text[start.start():start.start() + 20]!r}", path=path)
+    spans = _line_spans(text, start.start(), CLAUDE_SCAN_LINES + 1)
     try:
-        first = json.loads(lines[0])
+        # one line: the whole text is that line (a long export is one line: not copied to parse it)
+        first = source.whole_json() if len(spans) == 1 else json.loads(text[spans[0][0]:spans[0][1]])
     except (ValueError, RecursionError):
         first = None
     if isinstance(first, dict):
-        if len(lines) == 1:
+        if len(spans) == 1:
             fmt = _detect_object(first)
             if fmt:
                 return fmt
-        return _detect_jsonl(first, lines, path)
+        return _detect_jsonl(first, [text[a:b] for a, b in spans], path)
     try:
-        whole = json.loads(stripped)
+        whole = source.whole_json()
     except (ValueError, RecursionError) as exc:
         raise ReaderError(f"neither JSON Lines nor one JSON object ({exc})", path=path, line=1) from None
     if not isinstance(whole, dict):
@@ -146,9 +156,27 @@ def detect_text(text: str, path: str = "<text>") -> str:
     raise ReaderError(f"unknown JSON object; keys seen: {_keys(whole)}", path=path)
 
 
-def _detect_array(text: str, path: str) -> str:
+_NONBLANK = re.compile(r"\S")
+
+
+def _line_spans(text: str, start: int, limit: int) -> list[tuple[int, int]]:
+    """(start, end) of the first ``limit`` non-blank lines from ``start`` (split at newlines only,
+    as :func:`~inspector.sessions.source.json_lines` splits), without copying the text."""
+    spans: list[tuple[int, int]] = []
+    size = len(text)
+    while start < size and len(spans) < limit:
+        end = text.find("\n", start)
+        end = size if end < 0 else end
+        if _NONBLANK.search(text, start, end):
+            spans.append((start, end))
+        start = end + 1
+    return spans
+
+
+def _detect_array(source: Source) -> str:
+    text, path = source.text.lstrip(), source.path
     try:
-        data = json.loads(text)
+        data = source.whole_json()
     except (ValueError, RecursionError) as exc:
         # A truncated array still tells its kind from the first element.
         data = _first_element(text)
@@ -234,7 +262,3 @@ def _detect_jsonl(first: dict[str, Any], lines: list[str], path: str) -> str:
 
 def _keys(obj: dict[str, Any]) -> str:
     return ", ".join(sorted(map(str, obj))[:15]) or "(none)"
-
-
-def detect_source(source: Source) -> str:
-    return detect_text(source.text, source.path)

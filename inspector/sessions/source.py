@@ -29,6 +29,19 @@ class Source:
     text: str
     warnings: list[str] = field(default_factory=list)
     gzipped: bool = False
+    # the text parsed as one JSON document, once: detection and the reader both need it
+    _parsed: Any = field(default=None, init=False, repr=False, compare=False)
+    _has_parsed: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def whole_json(self) -> Any:
+        """The text as one JSON value, parsed on the first call; raises what ``json.loads`` raises.
+
+        Format detection parses a one-document transcript whole, and so does its reader: a
+        150 MB export was parsed twice (and read, inflated and decoded twice) before this.
+        """
+        if not self._has_parsed:
+            self._parsed, self._has_parsed = json.loads(self.text), True
+        return self._parsed
 
     def error(self, message: str, line: int | None = None) -> ReaderError:
         return ReaderError(message, path=self.path, line=line)
@@ -89,6 +102,9 @@ def open_source(path: str | Path) -> Source:
     """Read a transcript file into a :class:`Source` (gzip transparent)."""
     data, warnings, gz = read_bytes(path)
     if data.startswith(SQLITE_MAGIC):
+        if gz:
+            raise ReaderError("a gzip-compressed SQLite database: decompress it first (gunzip -k), then open the "
+                              ".db file, which is read in place and never modified", path=str(path))
         raise ReaderError("this is an SQLite database, not a JSON transcript", path=str(path))
     text, more = decode(data, str(path))
     return Source(path=str(path), text=text, warnings=warnings + more, gzipped=gz)
@@ -166,7 +182,7 @@ def parse_json(source: Source) -> Any:
     if not source.text.strip():
         raise source.error("file is empty")
     try:
-        return json.loads(source.text)
+        return source.whole_json()
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         raise source.error(f"not valid JSON ({_json_error(exc)})", line=line) from None

@@ -76,3 +76,26 @@ def test_a_forced_format_that_reads_nothing_is_an_error_naming_the_likely_one(tm
                                                        {"role": "assistant", "content": "hello"}]) + "\n")
     with pytest.raises(ReaderError, match="no codex messages found with --format codex; the content looks like openai"):
         load_session(str(path), format="codex")
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        ({"messages": [{"role": "user", "content": "x"}]}, "openai-object"),
+        ([{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}], "openai-array"),
+    ],
+)
+def test_a_one_document_transcript_is_read_and_parsed_once_for_detection_and_reading(
+        tmp_path: Path, monkeypatch, document, expected):
+    from inspector.sessions import load_session
+    from inspector.sessions import source as source_module
+
+    path = tmp_path / "chat.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(document, indent=1).encode()))
+    reads, parses, real_read, real_loads = [], [], source_module.read_input, json.loads
+    monkeypatch.setattr(source_module, "read_input", lambda *a: reads.append(a) or real_read(*a))
+    monkeypatch.setattr(json, "loads", lambda text, *a, **k: parses.append(len(text)) or real_loads(text, *a, **k))
+    session = load_session(path)
+    assert session.meta["format"] == expected and len(session.messages) == 2 - (expected == "openai-object")
+    assert len(reads) == 1, "the file is read and inflated once"
+    assert parses.count(max(parses)) == 1, "the whole document is parsed once"

@@ -407,7 +407,7 @@ def test_detection_reads_only_the_head_of_a_database_and_names_a_gzipped_one(tmp
 
     from inspector.sessions import detect
 
-    monkeypatch.setattr(detect, "read_bytes", lambda *_: (_ for _ in ()).throw(AssertionError("read whole")))
+    monkeypatch.setattr(detect, "open_source", lambda *_: (_ for _ in ()).throw(AssertionError("read whole")))
     assert detect_format(str(plain_db)) == "hermes-db"
     monkeypatch.undo()
     packed = tmp_path / "state.db.gz"
