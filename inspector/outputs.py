@@ -156,6 +156,15 @@ GZIP_LEVEL = 3
 MEMBER_BYTES = 4 << 20  # text gathered into one gzip member before it is compressed
 
 
+def _member(data: bytes) -> bytes:
+    """One gzip member of ``data``, saying its length so that reading inflates members on every core."""
+    import zlib
+
+    from inspector.gunzip import sized_member
+
+    return sized_member(zlib.compress(data, GZIP_LEVEL, 31))
+
+
 def _write_compressed(pieces: Iterable[bytes | str], mask: Callable[[str], str], put: Callable[[bytes], None]) -> None:
     """Gzip ``pieces`` through ``put`` as consecutive gzip members of about ``MEMBER_BYTES`` each,
     compressed on every core while the next are made (zlib lets go of the interpreter lock).
@@ -163,9 +172,10 @@ def _write_compressed(pieces: Iterable[bytes | str], mask: Callable[[str], str],
     A gzip file may hold several members, which every reader inflates as one stream (ours:
     :func:`inspector.gunzip.gunzip`; ``gzip -d``; Python's ``gzip``); members of a few megabytes
     cost a negligible ratio and let a 150 MB session's trace compress on two cores instead of one
-    (``inspector.bench.large_session``). Order is kept; at most one member per core waits.
+    (``inspector.bench.large_session``); each says its length, so reading it inflates them on
+    every core too (:func:`inspector.gunzip.sized_member`). Order is kept; at most one member
+    per core waits.
     """
-    import zlib
     from collections import deque
     from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -179,7 +189,7 @@ def _write_compressed(pieces: Iterable[bytes | str], mask: Callable[[str], str],
             nonlocal buffer, size
             data = b"".join(buffer)
             buffer, size = [], 0
-            waiting.append(pool.submit(zlib.compress, data, GZIP_LEVEL, 31))
+            waiting.append(pool.submit(_member, data))
             while len(waiting) > cores:
                 put(waiting.popleft().result())
 

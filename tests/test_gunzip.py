@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import threading
 import zlib
 from pathlib import Path
 
@@ -63,3 +64,63 @@ def test_inflation_goes_in_chunks_that_a_check_can_stop(monkeypatch) -> None:
     assert max(seen) <= 1024**2 and sum(seen) <= 4 * 1024**2  # stopped long before the 32 MB were inflated
     whole, complete = gunzip(_bomb(3 * 1024**2 + 5), 64 * 1024**2)
     assert complete and whole == b"0" * (3 * 1024**2 + 5)
+
+
+def _sized(parts: list[bytes]) -> bytes:
+    from inspector.gunzip import sized_member
+
+    return b"".join(sized_member(zlib.compress(part, 3, 31)) for part in parts)
+
+
+def test_members_that_say_their_length_are_inflated_on_every_core_in_order(monkeypatch) -> None:
+    from inspector import gunzip as module
+
+    parts = [b"member %d " % i * (1000 + i) for i in range(40)]
+    data = _sized(parts)
+    threads: set[str] = set()
+    inflate = module._inflate_member
+    monkeypatch.setattr(module, "_inflate_member",
+                        lambda member: threads.add(threading.current_thread().name) or inflate(member))
+    monkeypatch.setattr(module.os, "cpu_count", lambda: 2)
+    assert gunzip(data, 1 << 30) == (b"".join(parts), True)
+    assert threads and all(name.startswith("inspector-gunzip") for name in threads)
+    assert gzip.decompress(data) == b"".join(parts), "other readers skip the length field"
+
+
+def test_sized_members_keep_the_ceiling_the_check_and_the_damage_rules(monkeypatch) -> None:
+    from inspector import gunzip as module
+
+    monkeypatch.setattr(module.os, "cpu_count", lambda: 2)
+    parts = [b"x" * 50_000 for _ in range(8)]
+    data = _sized(parts)
+    with pytest.raises(TooLarge, match="more than 0 MiB"):
+        gunzip(data, 200_000)
+    seen: list[int] = []
+
+    def check(chunk: bytes) -> None:
+        seen.append(len(chunk))
+        if sum(seen) > 120_000:
+            raise ValueError("refused")
+
+    with pytest.raises(ValueError, match="refused"):
+        gunzip(data, 1 << 30, check)
+    assert sum(seen) <= 150_000, "the check stops inflation part-way"
+    # a member whose bytes do not match its stated length: read one member at a time, as before
+    damaged = data[: len(data) // 2] + b"\x00" * 10 + data[len(data) // 2:]
+    assert gunzip(damaged, 1 << 30) == gunzip_stream(damaged)
+    truncated = data[:-5]
+    out, complete = gunzip(truncated, 1 << 30)
+    assert not complete and b"".join(parts).startswith(out) and len(out) >= 7 * 50_000
+
+
+def gunzip_stream(data: bytes) -> tuple[bytes, bool] | type[Exception]:
+    """What the one-member-at-a-time path gives (members without lengths)."""
+    from inspector import gunzip as module
+
+    spans, module.member_spans = module.member_spans, lambda _data: None
+    try:
+        return gunzip(data, 1 << 30)
+    except zlib.error:
+        return zlib.error
+    finally:
+        module.member_spans = spans

@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -127,7 +128,7 @@ def test_a_compressed_file_is_gzip_members_every_reader_inflates_whole_and_the_s
         tmp_path: Path, monkeypatch) -> None:
 
     from inspector import outputs
-    from inspector.gunzip import gunzip
+    from inspector.gunzip import gunzip, member_spans
 
     monkeypatch.setattr(outputs, "MEMBER_BYTES", 1000)  # many members from a small text
     pieces = [f'{{"n":{i},"text":"{"word " * (i % 50)}"}}\n' for i in range(400)]
@@ -138,3 +139,5 @@ def test_a_compressed_file_is_gzip_members_every_reader_inflates_whole_and_the_s
     whole = "".join(pieces).encode()
     assert gzip.decompress(first) == whole
     assert gunzip(first, 1 << 30) == (whole, True)
+    assert subprocess.run(["gzip", "-dc"], input=first, capture_output=True, check=True).stdout == whole
+    assert len(member_spans(first)) == first.count(b"\x1f\x8b\x08"), "each member says its length"
