@@ -61,6 +61,27 @@ def test_a_tool_output_line_naming_a_missing_file_anywhere_is_an_error_and_a_wor
 
 def test_normalising_folds_case_space_quotes_and_thousands_separators():
     assert normalise("  `Total`:  1,204 Rows ") == normalise("total: 1204 rows")
+    assert normalise("“Ran” *12,345,678* tests\u00a0in\u3000 3,5 s,\\n OK.") == "ran 12345678 tests in 3,5 s, ok"
+    assert normalise("a,1234 and 1,23 and ٣,٤٥٦") == "a,1234 and 1,23 and ٣٤٥٦"  # a separator sits between digits
+
+
+def test_normalising_is_the_pattern_form_it_stands_for():
+    """The spelled-out rule: fold case, "\\n" to a space, drop a comma between a digit and three
+    more, drop quotes, collapse whitespace, strip edges."""
+    import random
+    import re
+
+    def rule(text: str) -> str:
+        text = text.casefold().replace("\\n", " ")
+        text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+        text = re.sub(r"[`\"“”‘’*]", "", text)
+        return re.sub(r"\s+", " ", text).strip("`'\"“”‘’()[]{}<>,;:.!? \t\n")
+
+    rng = random.Random(3)
+    alphabet = [*"0123456789,,  \t\n`\"“”‘’*'()[]{}<>;:.!?aZß\u00a0\u2028\u3000٣İ", "\\n", "1,000", ",123 "]
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 20)))
+        assert normalise(text) == rule(text), text
 
 
 def test_a_fact_stated_twice_keeps_its_first_origin():
