@@ -23,7 +23,7 @@ def replay_task(task: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     result = {**task_identity(task), "ok": False, "error": None}
     # Automatic collection stays off until the trace is dropped: re-enabled at the end of the
-    # replay (inspector.host.gc_batches), its first pass would walk the whole trace, which a
+    # replay (inspector.gc_pause), its first pass would walk the whole trace, which a
     # task only summarises and frees. The replay still collects young garbage between batches.
     collecting = gc.isenabled()
     gc.disable()

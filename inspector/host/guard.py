@@ -193,7 +193,7 @@ class Watchdog:
             if entry is None or entry[1] != stuck.token or self._fired.get(stuck.thread) != stuck.token:
                 return False
             self._abandoned.add(stuck.thread)
-        from inspector.host.gc_batches import release_thread
+        from inspector.gc_pause import release_thread
 
         release_thread(stuck.thread)  # the blocked run must not keep collection paused for good
         return True

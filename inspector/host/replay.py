@@ -19,7 +19,7 @@ from typing import Any
 
 from inspector import __version__
 from inspector.engines.availability import unavailable_note
-from inspector.host.gc_batches import collect_batch, collection_in_batches
+from inspector.gc_pause import collect_batch, collection_in_batches
 from inspector.host.guard import ABANDON_GRACE, StuckHook, abandon_hook, stuck_hooks
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.responders import ReplayResponder, WireMessages

@@ -658,3 +658,28 @@ def test_only_a_file_that_opens_with_a_format_name_is_a_saved_trace():
     mention = json.dumps({"role": "user", "content": 'why does my "context-inspector-trace" fail?'}).encode()
     assert trace_io.saved_kind_of(mention) is None
     assert trace_io.saved_kind_of(b'["context-inspector-trace"]') is None
+
+
+def test_reading_and_writing_a_trace_pause_automatic_collection_and_restore_it(tmp_path: Path, monkeypatch):
+    import gc
+
+    seen: list[tuple[str, bool]] = []
+    encode, decode = trace_io._encode_run, trace_io._decode_run
+    monkeypatch.setattr(trace_io, "_encode_run", lambda *a: seen.append(("save", gc.isenabled())) or encode(*a))
+    monkeypatch.setattr(trace_io, "_decode_run", lambda *a: seen.append(("load", gc.isenabled())) or decode(*a))
+    assert gc.isenabled()
+    path = tmp_path / "t.json.gz"
+    save_trace(make_trace(), path)
+    load_trace(path)
+    save_bundle([make_trace(), make_trace(engine="lcm")], tmp_path / "b.json")
+    load_bundle(tmp_path / "b.json")
+    assert seen and {kind for kind, _ in seen} == {"save", "load"}
+    assert not any(on for _, on in seen), "paused while the runs are encoded and decoded"
+    assert gc.isenabled()
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    doc["events"] = {"kind": "not a column"}
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(doc))
+    with pytest.raises(TraceCorruptError):
+        load_trace(damaged)
+    assert gc.isenabled(), "restored after a damaged file too"

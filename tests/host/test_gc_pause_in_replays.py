@@ -6,7 +6,7 @@ import gc
 import threading
 import weakref
 
-from inspector.host.gc_batches import collection_in_batches
+from inspector.gc_pause import collection_in_batches
 from inspector.host.replay import PREPARE_TURNS, replay
 
 from .conftest import CountingEngine, coding_session
@@ -67,7 +67,7 @@ def test_cycles_an_engine_leaves_behind_are_reclaimed_during_the_replay(config, 
 
 
 def test_a_run_abandoned_inside_its_block_no_longer_keeps_collection_paused():
-    from inspector.host.gc_batches import release_thread
+    from inspector.gc_pause import release_thread
 
     inside, release = threading.Event(), threading.Event()
 
