@@ -11,7 +11,7 @@ Reading a saved trace builds the same objects from a parsed document of millions
 writing one makes as many short-lived containers (freed by their reference counts, no cycles):
 automatic collection walked that heap over and over, a third of reopening the 150 MB session's
 trace and a fifth of saving it (``inspector.bench.large_session``). ``inspector.trace.io``
-pauses it for both.
+pauses it for both, and ``inspector.quality.analysis.compute`` while it builds the lifetimes.
 """
 
 from __future__ import annotations

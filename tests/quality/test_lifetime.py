@@ -46,6 +46,19 @@ def test_a_summarised_message_names_the_compaction_and_the_summary_it_went_into(
     assert kinds(late) == [lt.FIRST] and late.sent == [7]
 
 
+
+def test_the_analysis_is_made_with_automatic_collection_paused_and_restored(run, monkeypatch):
+    import gc
+
+    from inspector.quality import analysis
+
+    trace = run(KeepLastTwo())
+    seen = []
+    lifetimes = analysis.message_lifetimes
+    monkeypatch.setattr(analysis, "message_lifetimes", lambda t: seen.append(gc.isenabled()) or lifetimes(t))
+    assert compute(trace).lifetimes.messages and seen == [False]
+    assert gc.isenabled()
+
 def test_a_compaction_that_writes_nothing_drops(run):
     class Nothing(KeepLastTwo):
         summary = False
