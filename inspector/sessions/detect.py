@@ -174,12 +174,12 @@ def _line_spans(text: str, start: int, limit: int) -> list[tuple[int, int]]:
 
 
 def _detect_array(source: Source) -> str:
-    text, path = source.text.lstrip(), source.path
+    path = source.path
     try:
         data = source.whole_json()
     except (ValueError, RecursionError) as exc:
         # A truncated array still tells its kind from the first element.
-        data = _first_element(text)
+        data = _first_element(source.text.lstrip())
         if data is None:
             raise ReaderError(f"not valid JSON ({exc})", path=path) from None
     if not isinstance(data, list) or not data:
