@@ -37,6 +37,10 @@ def default_workers() -> int:
 
 def _worker_init(log_path: str | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Stopping the pool (``_stop_pool``) terminates its workers: ending by an exception lets a
+    # task's engine worker be killed and its folder removed (inspector.worker.supervisor), where
+    # the default action left the folder behind.
+    signal.signal(signal.SIGTERM, _exit_on_term)
     if log_path:
         # What engines and libraries print in a worker goes to the batch's log, not across the
         # progress bar (the host already records each hook's own output in the trace).
@@ -44,6 +48,10 @@ def _worker_init(log_path: str | None) -> None:
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.close(fd)
+
+
+def _exit_on_term(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 class LocalBackend:

@@ -204,7 +204,9 @@ def test_ctrl_c_stops_cleanly_keeps_partial_results_and_the_next_run_resumes(tmp
         write_session(folder / f"s{i}.json", 12, seed=20 + i)
     plugins = sleepy_plugin(tmp_path / "plugins", delay=0.05)
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    temp = tmp_path / "temp"  # where the workers' folders go
+    temp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temp)}
     argv = [sys.executable, "-m", "inspector.cli", "batch", str(folder), "--engine", "sleepy", "--plugin-dir",
             str(plugins), "--out", str(out), "--workers", "1"]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -227,6 +229,7 @@ def test_ctrl_c_stops_cleanly_keeps_partial_results_and_the_next_run_resumes(tmp
     assert "interrupted:" in stderr and "run the same command again to resume" in stderr
     pids = [int(p) for p in (plugins / "pids").read_text().split()]
     assert pids and not any(_alive(p) for p in pids if p != proc.pid)
+    assert not list(temp.glob("context-inspector-worker-*")), "no worker folder is left behind"
     with sqlite3.connect(db) as conn:
         kept = conn.execute("SELECT count(*) FROM results").fetchone()[0]
     assert 1 <= kept < 4
