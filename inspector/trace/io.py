@@ -60,14 +60,13 @@ field, the values a column could not represent exactly. Faults, threads, notes a
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import MISSING, asdict, fields, is_dataclass
 from itertools import accumulate
-from typing import Any, TypeVar
+from typing import Any
 
 from inspector.gc_pause import collection_in_batches
 from inspector.input_files import (
@@ -1257,22 +1256,8 @@ def _wants_gzip(path: str | os.PathLike[str]) -> bool:
     return str(path).lower().endswith(".gz")
 
 
-
-_T = TypeVar("_T")
-
-
-def _collection_paused(fn: Callable[..., _T]) -> Callable[..., _T]:
-    """``fn`` with automatic garbage collection paused while it runs (:mod:`inspector.gc_pause`)."""
-
-    @functools.wraps(fn)
-    def paused(*args: Any, **kwargs: Any) -> _T:
-        with collection_in_batches():
-            return fn(*args, **kwargs)
-
-    return paused
-
-
-@_collection_paused
+# automatic collection paused while a trace is read or written (inspector.gc_pause)
+@collection_in_batches()
 def save_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
     """Write ``trace`` to ``path`` as one versioned JSON file (gzip if it ends in ``.gz``)."""
     doc: dict[str, Any] = {"format": TRACE_FORMAT, "version": _version_for([trace])}
@@ -1287,7 +1272,7 @@ def save_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
     _write_atomic(path, _dumps(doc), compress=_wants_gzip(path))
 
 
-@_collection_paused
+@collection_in_batches()
 def save_bundle(
     traces: Sequence[Trace], path: str | os.PathLike[str], meta: dict[str, Any] | None = None
 ) -> None:
@@ -1558,7 +1543,7 @@ def saved_kind_of(head: bytes) -> str | None:
     return name if name in (TRACE_FORMAT, BUNDLE_FORMAT) else None
 
 
-@_collection_paused
+@collection_in_batches()
 def load_trace(path: str | os.PathLike[str], *, verify: bool = False) -> Trace:
     """Read a trace written by :func:`save_trace`; the result has ``finish()`` called.
 
@@ -1583,7 +1568,7 @@ def load_trace(path: str | os.PathLike[str], *, verify: bool = False) -> Trace:
         raise TraceCorruptError(path, "not enough memory to load this trace") from None
 
 
-@_collection_paused
+@collection_in_batches()
 def load_bundle(path: str | os.PathLike[str], *, verify: bool = False) -> tuple[list[Trace], dict[str, Any]]:
     """Read a comparison bundle written by :func:`save_bundle`: (traces, bundle meta)."""
     doc, _ = _read_doc(path)
