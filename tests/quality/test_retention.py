@@ -82,3 +82,41 @@ def test_facts_made_ahead_from_the_session_are_the_ones_the_analysis_would_extra
     with facts_ahead(session.messages):  # the command's way: on a thread while the replay runs
         pass
     forget_facts_ahead()
+
+
+def test_a_text_searched_through_its_pieces_answers_every_lookup_as_a_scan_does():
+    import random
+
+    from inspector.quality.retention import _Pieces
+
+    rng = random.Random(20)
+    alphabet = "ab c\u00e9\u241e\n,1"  # few letters: most pieces of a needle are in the text, so the scan decides
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 400)))
+        pieces = _Pieces(text)
+        for _ in range(40):
+            start = rng.randint(0, len(text))
+            needle = text[start:start + rng.randint(1, 30)]
+            if needle and rng.random() < 0.5:  # one character changed: usually absent
+                at = rng.randrange(len(needle))
+                needle = needle[:at] + rng.choice(alphabet) + needle[at + 1:]
+            assert (needle in pieces) == (needle in text), (needle, text)
+
+
+def test_many_facts_looked_up_through_pieces_get_the_statuses_scans_give(run, monkeypatch):
+    from inspector.quality import retention
+
+    from .conftest import url_session
+
+    class Half(KeepLastTwo):
+        after = 30
+        keep = tuple(url(k) for k in range(0, 40, 2))
+
+    trace = run(Half(), url_session(40))
+    monkeypatch.setattr(retention, "PIECES_FROM_FACTS", 10**9)
+    scanned = compute(trace).to_json({})
+    monkeypatch.setattr(retention, "PIECES_FROM_FACTS", 1)
+    searched = compute(trace).to_json({})
+    assert searched == scanned
+    statuses = [s[3] for s in scanned["retention"]["compactions"][0]["facts"]]
+    assert statuses.count(SUMMARY) >= 10 and statuses.count(LOST) >= 10  # both answers were looked up
