@@ -297,7 +297,7 @@ def run_comparison(
         todo.append(i)
     runs = [RunRequest(specs[i].engine, results[i].config or base_config, specs[i].label) for i in todo]
     outcomes = replay_in_workers(session, runs, plugin_dirs, progress=progress, cancel=cancel,
-                                 parallel=max(1, min(max_workers, len(runs) or 1)), echo=echo)
+                                 parallel=max(1, min(max_workers, len(runs) or 1)), echo=echo, analyse=True)
     for i, outcome in zip(todo, outcomes):
         _record(results[i], outcome)
     return Comparison(runs=results, session=session_info(session),

@@ -56,14 +56,17 @@ def run_engines(session: Any, names: list[str], config: dict, plugin_dirs: list[
     return collect_traces(start_engines(names, config, plugin_dirs, quiet).send(session), names)
 
 
-def start_engines(names: list[str], config: dict, plugin_dirs: list[str], quiet: bool = True) -> Any:
-    """One worker per engine, started now: they load their engines while the session is read."""
+def start_engines(names: list[str], config: dict, plugin_dirs: list[str], quiet: bool = True,
+                  analyse: bool = False) -> Any:
+    """One worker per engine, started now: they load their engines while the session is read.
+
+    ``analyse``: each trace's quality analysis follows its batches (:mod:`inspector.quality.ahead`)."""
     from inspector.worker.replays import RunRequest, StartedReplays
 
     labels = unique_labels(names)
     report = None if quiet else _progress_by_label(labels)
     return StartedReplays([RunRequest(n, config, label) for n, label in zip(names, labels)], plugin_dirs,
-                          progress=report)
+                          progress=report, analyse=analyse)
 
 
 def collect_traces(outcomes: list, names: list[str]) -> list:
@@ -284,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
                 return 2
     # Engines run in workers (what they print reaches stderr, never the table or the JSON), started
     # now so that they start Python and load their engines while this process reads the session.
-    started = start_engines(engines, config, plugin_dirs, quiet=args.quiet or args.json)
+    started = start_engines(engines, config, plugin_dirs, quiet=args.quiet or args.json, analyse=True)
     sent = False
     try:
         try:

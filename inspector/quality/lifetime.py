@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -337,7 +337,7 @@ def _identity(msg: dict[str, Any]) -> tuple[Any, ...] | None:
     return None
 
 
-class _Builder:
+class LifetimeBuilder:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.store = trace.store
@@ -346,7 +346,7 @@ class _Builder:
         # messages) is two messages, told apart by which occurrence of the key a list holds
         self.instances: dict[str, list[int]] = {}
         self.summary_keys: list[str] = []
-        self._summary_index: dict[str, int] = {}
+        self.summary_index: dict[str, int] = {}
         self.compactions: list[Compaction] = []
         self._pending: list[Compaction] = []  # compactions waiting for their next request
         self._gone: dict[int, str] = {}  # message index → how it left (for returns)
@@ -399,7 +399,7 @@ class _Builder:
         # the messages already placed, built only when a key could be a return (most lists have none)
         taken: set[int | None] | None = None
         for pos, k in enumerate(rest):
-            if found[pos] is not None or k in self._summary_index:
+            if found[pos] is not None or k in self.summary_index:
                 continue
             back = [i for i in self.instances.get(k, ()) if i in self._gone] if returns else []
             if back:
@@ -447,7 +447,7 @@ class _Builder:
         new_text: list[str] = []
         grown: list[str] = []
         for k in after:
-            if k in self.instances or k in self._summary_index:
+            if k in self.instances or k in self.summary_index:
                 continue
             msg = self.store.messages.get(k) or {}
             ident = _identity(msg)
@@ -466,8 +466,8 @@ class _Builder:
                 new_text.append(k)
         summaries = new_text + [k for k in grown if k not in new_text]
         for k in summaries:
-            if k not in self._summary_index:
-                self._summary_index[k] = len(self.summary_keys)
+            if k not in self.summary_index:
+                self.summary_index[k] = len(self.summary_keys)
                 self.summary_keys.append(k)
         self._history = (list(after), after_ids)
         self._plain = False
@@ -478,7 +478,7 @@ class _Builder:
             gone.append(i)
         if not compaction:
             return
-        target = self._summary_index[summaries[0]] if summaries else None
+        target = self.summary_index[summaries[0]] if summaries else None
         for i in gone:
             kind = SUMMARISED if summaries else DROPPED
             self.messages[i].events.append(LifeEvent(kind, event, None, "", target))
@@ -589,8 +589,10 @@ class _Builder:
             self.messages[i].sent.add_run(start, self._last_request - start + 1)  # type: ignore[operator]
         self._open = {}
 
-    def build(self) -> Lifetimes:
-        for ev in self.trace.events:
+    def feed(self, events: Iterable[Any]) -> None:
+        """Follow ``events``, the trace's next ones in order (all of them, or as a run streams in:
+        :mod:`inspector.quality.ahead`)."""
+        for ev in events:
             kind = ev.kind
             if kind == EV_REQUEST and ev.request is not None:
                 self.on_request(ev)
@@ -601,10 +603,15 @@ class _Builder:
                 self.on_prune(ev)
             elif kind == EV_TOOL:
                 self.on_tool(ev)
+
+    def build(self) -> Lifetimes:
+        """The lifetimes of every event fed so far; no event may be fed after."""
         self._close_runs()
         return Lifetimes(self.messages, self.compactions, len(self.trace.requests), self.instances, self.summary_keys)
 
 
 def message_lifetimes(trace: Trace) -> Lifetimes:
     """Every session message's lifetime over ``trace`` (see the module docstring)."""
-    return _Builder(trace).build()
+    builder = LifetimeBuilder(trace)
+    builder.feed(trace.events)
+    return builder.build()

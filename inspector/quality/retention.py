@@ -18,12 +18,12 @@ with no facts to lose retains everything (1.0). The end figure is the run's figu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.quality.facts import Fact, facts_of, normalise, searchable_text
-from inspector.quality.lifetime import Lifetimes
+from inspector.quality.lifetime import LifetimeBuilder, Lifetimes, MessageLife
 from inspector.trace.model import Trace
 
 CARRIED = "carried"
@@ -183,12 +183,7 @@ class _Haystack:
     With ``pieces`` (many facts to look up) each text is a :class:`_Pieces`, which answers ``in``
     the same way, faster when most facts are absent."""
 
-    def __init__(self, keys: Iterable[str], lifetimes: Lifetimes, texts: _Texts, *, pieces: bool = False) -> None:
-        carried, written = [], []
-        summaries = set(lifetimes.summary_keys)  # a kept message the summary was merged into is summary text
-        for k in keys:
-            own = (k in lifetimes.forms and k not in summaries) or _is_system(texts, k)
-            (carried if own else written).append(k)
+    def __init__(self, carried: Sequence[str], written: Sequence[str], texts: _Texts, *, pieces: bool = False) -> None:
         sep = "\n\u241e\n"  # a separator no fact contains: a fact never matches across two messages
         wrap: Any = _Pieces if pieces else str
         self.carried_raw = wrap(sep.join(texts.raw(k) for k in carried))
@@ -208,22 +203,34 @@ class _Haystack:
         return LOST, False
 
 
+def _carried(keys: Iterable[str], instances: Container[str], summaries: Container[str], texts: _Texts) -> list[str]:
+    """Which of a request's keys are session messages (or the system prompt): the rest the engine wrote.
+
+    A key is a session message's once the lifetime pass knows it as one, and never becomes a
+    summary's after (nor the other way round), so a request measured while its run streams in
+    classifies every key it knew as the finished run does (:class:`CompactionPoints`)."""
+    # a kept message the summary was merged into is summary text
+    return [k for k in keys if (k in instances and k not in summaries) or _is_system(texts, k)]
+
+
 def _is_system(texts: _Texts, key: str) -> bool:
     return (texts.messages.get(key) or {}).get("role") == "system"
 
 
 class FactIndex:
-    """Facts per session message (computed on first use): the unit of every retention measure."""
+    """Facts per session message (computed on first use): the unit of every retention measure.
 
-    def __init__(self, trace: Trace, lifetimes: Lifetimes) -> None:
+    ``messages`` is the lifetimes' list of session messages (it may still grow: a run streaming in)."""
+
+    def __init__(self, trace: Trace, messages: Sequence[MessageLife]) -> None:
         self.trace = trace
-        self.lifetimes = lifetimes
+        self.messages = messages
         self._by_message: dict[int, list[Fact]] = {}
 
     def of(self, index: int) -> list[Fact]:
         found = self._by_message.get(index)
         if found is None:
-            life = self.lifetimes.messages[index]
+            life = self.messages[index]
             msg = self.trace.store.messages.get(life.key) or {}
             found = self._by_message[index] = facts_of(life.key, msg, index)
         return found
@@ -240,22 +247,35 @@ class FactIndex:
         return out
 
     def all(self) -> list[Fact]:
-        return self.of_part(range(len(self.lifetimes.messages)))
+        return self.of_part(range(len(self.messages)))
 
 
-def measure(trace: Trace, facts: Sequence[Fact], request: int | None, lifetimes: Lifetimes,
-            texts: _Texts | None = None) -> list[FactStatus]:
-    """The status of each fact in request ``request`` (all lost when there is no such request)."""
-    if request is None or not (0 <= request < len(trace.requests)):
+def _statuses(facts: Sequence[Fact], keys: Sequence[str] | None, carried: Sequence[str], texts: _Texts) -> list[FactStatus]:
+    """The status of each fact in a request of ``keys`` (None: no such request, all lost)."""
+    if keys is None:
         return [FactStatus(f, LOST) for f in facts]
-    texts = texts or _Texts(trace)
-    keys = trace.store.get_list(trace.requests[request].selected)
-    hay = _Haystack(keys, lifetimes, texts, pieces=len(facts) >= PIECES_FROM_FACTS)
+    own = set(carried)
+    hay = _Haystack(carried, [k for k in keys if k not in own], texts, pieces=len(facts) >= PIECES_FROM_FACTS)
     out = []
     for f in facts:
         status, normalised = hay.status(f)
         out.append(FactStatus(f, status, normalised))
     return out
+
+
+def _request_keys(trace: Trace, request: int | None) -> Sequence[str] | None:
+    if request is None or not (0 <= request < len(trace.requests)):
+        return None
+    return trace.store.get_list(trace.requests[request].selected)
+
+
+def measure(trace: Trace, facts: Sequence[Fact], request: int | None, lifetimes: Lifetimes,
+            texts: _Texts | None = None) -> list[FactStatus]:
+    """The status of each fact in request ``request`` (all lost when there is no such request)."""
+    texts = texts or _Texts(trace)
+    keys = _request_keys(trace, request)
+    carried = [] if keys is None else _carried(keys, lifetimes.forms, set(lifetimes.summary_keys), texts)
+    return _statuses(facts, keys, carried, texts)
 
 
 def end_part(lifetimes: Lifetimes) -> list[int]:
@@ -266,16 +286,54 @@ def end_part(lifetimes: Lifetimes) -> list[int]:
     return [m.index for m in lifetimes.messages if m.sent and m.sent[0] < last and m.sent[-1] != last]
 
 
+class CompactionPoints:
+    """Retention of each compaction, measured as soon as the lifetime pass has seen its next request.
+
+    A run that streams in (:mod:`inspector.quality.ahead`) is measured while it runs, so that only
+    the end of the run is left when it is over. Each point keeps the keys it counted as carried;
+    :meth:`retention` measures again any point the finished lifetimes classify otherwise (a key
+    of a selection the pass had not met yet), so the result is always that of :func:`fact_retention`.
+    """
+
+    def __init__(self, trace: Trace, index: FactIndex, builder: LifetimeBuilder | None = None) -> None:
+        self.trace = trace
+        self.builder = builder
+        self.index = index
+        self.texts = _Texts(trace)
+        self._points: list[tuple[RetentionPoint, list[str]]] = []
+
+    def measure_ready(self) -> None:
+        """Measure every compaction whose next request the builder has seen."""
+        b = self.builder
+        assert b is not None, "points are measured ahead only from a lifetime pass"
+        compactions = b.compactions
+        while len(self._points) < len(compactions) and compactions[len(self._points)].next_request is not None:
+            comp = compactions[len(self._points)]
+            keys = _request_keys(self.trace, comp.next_request)
+            carried = [] if keys is None else _carried(keys, b.instances, b.summary_index, self.texts)
+            facts = self.index.of_part(comp.removed)
+            self._points.append((RetentionPoint(comp.event, comp.next_request,
+                                                _statuses(facts, keys, carried, self.texts)), carried))
+
+    def retention(self, lifetimes: Lifetimes) -> Retention:
+        """The run's retention, from the points measured so far and ``lifetimes`` (the finished pass)."""
+        instances, summaries, texts = lifetimes.forms, set(lifetimes.summary_keys), self.texts
+        points = []
+        for n, comp in enumerate(lifetimes.compactions):
+            keys = _request_keys(self.trace, comp.next_request)
+            carried = [] if keys is None else _carried(keys, instances, summaries, texts)
+            if n < len(self._points) and self._points[n][1] == carried:
+                points.append(self._points[n][0])
+            else:
+                points.append(RetentionPoint(comp.event, comp.next_request,
+                                             _statuses(self.index.of_part(comp.removed), keys, carried, texts)))
+        last = lifetimes.requests - 1 if lifetimes.requests else None
+        end = RetentionPoint(None, last, measure(self.trace, self.index.of_part(end_part(lifetimes)), last,
+                                                 lifetimes, texts))
+        return Retention(points, end)
+
+
 def fact_retention(trace: Trace, lifetimes: Lifetimes, index: FactIndex | None = None) -> Retention:
     """Retention after every compaction of ``lifetimes`` and at the end of the run."""
-    index = index or FactIndex(trace, lifetimes)
-    texts = _Texts(trace)
-    points = []
-    for comp in lifetimes.compactions:
-        facts = index.of_part(comp.removed)
-        points.append(RetentionPoint(comp.event, comp.next_request,
-                                     measure(trace, facts, comp.next_request, lifetimes, texts)))
-    last = lifetimes.requests - 1 if lifetimes.requests else None
-    end_facts = index.of_part(end_part(lifetimes))
-    end = RetentionPoint(None, last, measure(trace, end_facts, last, lifetimes, texts))
-    return Retention(points, end)
+    index = index or FactIndex(trace, lifetimes.messages)
+    return CompactionPoints(trace, index).retention(lifetimes)

@@ -36,14 +36,31 @@ def replay_job(session_data: dict[str, Any] | None, run: RunRequest, plugin_dirs
             "plugin_dirs": _absolute(plugin_dirs), "label": run.label}
 
 
-def _progress_frames(progress: ProgressFn | None, label: str) -> Callable[[Worker, dict[str, Any]], None] | None:
-    if progress is None:
+def _on_frame(progress: ProgressFn | None, label: str, analyse: bool) -> Callable[[Worker, dict[str, Any]], None] | None:
+    """Progress from each batch; with ``analyse``, the trace's quality analysis follows the batches
+    on a thread of this process (:mod:`inspector.quality.ahead`)."""
+    if progress is None and not analyse:
         return None
+    if analyse:
+        from inspector.quality.ahead import follow
 
-    def on_frame(_worker: Worker, frame: dict[str, Any]) -> None:
-        if frame.get("type") == "batch" and isinstance(frame.get("done"), int):
+    def on_frame(worker: Worker, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        if progress is not None and kind == "batch" and isinstance(frame.get("done"), int):
             progress(label, frame["done"], int(frame.get("total") or 0))
+        if analyse and kind in ("batch", "update", "done") and worker.assembler is not None:
+            trace = worker.assembler.trace
+            follow(trace).arrived(len(trace.events))
     return on_frame
+
+
+def _ended(workers: Sequence[Worker]) -> None:
+    """The runs are over: their followers stop once they have caught up."""
+    from inspector.quality.ahead import end
+
+    for w in workers:
+        if w.assembler is not None:
+            end(w.assembler.trace)
 
 
 class StartedReplays:
@@ -51,10 +68,10 @@ class StartedReplays:
     this process reads the transcript, then get it with :meth:`send` (``replay`` does this)."""
 
     def __init__(self, runs: Sequence[RunRequest], plugin_dirs: Sequence[Any] = (), *,
-                 progress: ProgressFn | None = None, echo: TextIO | None = None) -> None:
+                 progress: ProgressFn | None = None, echo: TextIO | None = None, analyse: bool = False) -> None:
         several = len(runs) > 1
         self.workers = [Worker(replay_job(None, run, plugin_dirs), run.config, label=run.label,
-                               on_frame=_progress_frames(progress, run.label), echo=echo,
+                               on_frame=_on_frame(progress, run.label, analyse), echo=echo,
                                echo_prefix=f"[{run.label}] " if several else "") for run in runs]
         try:
             for w in self.workers:
@@ -69,7 +86,10 @@ class StartedReplays:
         for w in self.workers:
             w.session_messages = session.messages
             w.post(frame)
-        return run_workers(self.workers, parallel=len(self.workers), cancel=cancel)
+        try:
+            return run_workers(self.workers, parallel=len(self.workers), cancel=cancel)
+        finally:
+            _ended(self.workers)
 
     def abort(self) -> None:
         """The session could not be read: end the workers and remove their folders."""
@@ -84,13 +104,20 @@ class StartedReplays:
 def replay_in_workers(session: Any, runs: Sequence[RunRequest], plugin_dirs: Sequence[Any] = (), *,
                       progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                       parallel: int | None = None, echo: TextIO | None = None,
-                      on_finished: Callable[[int, Outcome], None] | None = None) -> list[Outcome]:
-    """Replay ``session`` once per run, each in its own worker; outcomes in the order of ``runs``."""
+                      on_finished: Callable[[int, Outcome], None] | None = None,
+                      analyse: bool = False) -> list[Outcome]:
+    """Replay ``session`` once per run, each in its own worker; outcomes in the order of ``runs``.
+
+    ``analyse``: the caller will analyse the traces (:mod:`inspector.quality.analysis`), which
+    is then done as they stream in."""
     data = session_to_json(session)
     several = len(runs) > 1
     workers = [Worker(replay_job(data, run, plugin_dirs), run.config, label=run.label,
-                      on_frame=_progress_frames(progress, run.label),
+                      on_frame=_on_frame(progress, run.label, analyse),
                       echo=echo, echo_prefix=f"[{run.label}] " if several else "") for run in runs]
     for w in workers:
         w.session_messages = session.messages
-    return run_workers(workers, parallel=parallel, cancel=cancel, on_finished=on_finished)
+    try:
+        return run_workers(workers, parallel=parallel, cancel=cancel, on_finished=on_finished)
+    finally:
+        _ended(workers)

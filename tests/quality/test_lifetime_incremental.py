@@ -13,7 +13,7 @@ from ..host.conftest import NoCache, coding_session
 from .conftest import OnceEngine
 
 
-class Straightforward(lt._Builder):
+class Straightforward(lt.LifetimeBuilder):
     """Every request: map the whole list, then visit every message it sent and every one it left out."""
 
     def _map(self, keys, ref_keys, ref_ids, *, create, from_end=False, returns=True):
@@ -35,7 +35,7 @@ class Straightforward(lt._Builder):
                 found[pos] = q.pop() if from_end else q.popleft()
                 taken.add(found[pos])
         for pos, k in enumerate(rest):
-            if found[pos] is not None or k in self._summary_index:
+            if found[pos] is not None or k in self.summary_index:
                 continue
             back = [i for i in self.instances.get(k, ()) if i in self._gone and i not in taken] if returns else []
             if back:
@@ -144,7 +144,9 @@ def test_the_incremental_pass_agrees_with_a_straightforward_one(config):
 
     trace = replay(_session(), Churn(), config, simulator=NoCache())
     fast = message_lifetimes(trace)
-    slow = Straightforward(trace).build()
+    straightforward = Straightforward(trace)
+    straightforward.feed(trace.events)
+    slow = straightforward.build()
     seen = {e.kind for m in slow.messages for e in m.events}
     assert {lt.FIRST, lt.SUMMARISED, lt.DROPPED, lt.LEFT_OUT, lt.RESTORED, lt.PRUNED} <= seen  # every case ran
     assert {e.detail for m in slow.messages for e in m.events if e.kind == lt.RESTORED} == {"select_context", "history"}
