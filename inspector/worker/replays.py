@@ -70,6 +70,7 @@ class StartedReplays:
     def __init__(self, runs: Sequence[RunRequest], plugin_dirs: Sequence[Any] = (), *,
                  progress: ProgressFn | None = None, echo: TextIO | None = None, analyse: bool = False) -> None:
         several = len(runs) > 1
+        self.analyse = analyse
         self.workers = [Worker(replay_job(None, run, plugin_dirs), run.config, label=run.label,
                                on_frame=_on_frame(progress, run.label, analyse), echo=echo,
                                echo_prefix=f"[{run.label}] " if several else "") for run in runs]
@@ -89,7 +90,8 @@ class StartedReplays:
         try:
             return run_workers(self.workers, parallel=len(self.workers), cancel=cancel)
         finally:
-            _ended(self.workers)
+            if self.analyse:
+                _ended(self.workers)
 
     def abort(self) -> None:
         """The session could not be read: end the workers and remove their folders."""
@@ -120,4 +122,5 @@ def replay_in_workers(session: Any, runs: Sequence[RunRequest], plugin_dirs: Seq
     try:
         return run_workers(workers, parallel=parallel, cancel=cancel, on_finished=on_finished)
     finally:
-        _ended(workers)
+        if analyse:
+            _ended(workers)
