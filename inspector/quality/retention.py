@@ -269,15 +269,6 @@ def _request_keys(trace: Trace, request: int | None) -> Sequence[str] | None:
     return trace.store.get_list(trace.requests[request].selected)
 
 
-def measure(trace: Trace, facts: Sequence[Fact], request: int | None, lifetimes: Lifetimes,
-            texts: _Texts | None = None) -> list[FactStatus]:
-    """The status of each fact in request ``request`` (all lost when there is no such request)."""
-    texts = texts or _Texts(trace)
-    keys = _request_keys(trace, request)
-    carried = [] if keys is None else _carried(keys, lifetimes.forms, set(lifetimes.summary_keys), texts)
-    return _statuses(facts, keys, carried, texts)
-
-
 def end_part(lifetimes: Lifetimes) -> list[int]:
     """Messages sent before the last request that the last request no longer carries."""
     last = lifetimes.requests - 1
@@ -302,6 +293,15 @@ class CompactionPoints:
         self.texts = _Texts(trace)
         self._points: list[tuple[RetentionPoint, list[str]]] = []
 
+    def _carried(self, request: int | None, instances: Container[str], summaries: Container[str]) -> list[str]:
+        keys = _request_keys(self.trace, request)
+        return [] if keys is None else _carried(keys, instances, summaries, self.texts)
+
+    def _point(self, event: int | None, request: int | None, part: Iterable[int], carried: list[str]) -> RetentionPoint:
+        """The statuses, in request ``request``, of the facts of the messages ``part``."""
+        return RetentionPoint(event, request, _statuses(self.index.of_part(part), _request_keys(self.trace, request),
+                                                        carried, self.texts))
+
     def measure_ready(self) -> None:
         """Measure every compaction whose next request the builder has seen."""
         b = self.builder
@@ -309,27 +309,21 @@ class CompactionPoints:
         compactions = b.compactions
         while len(self._points) < len(compactions) and compactions[len(self._points)].next_request is not None:
             comp = compactions[len(self._points)]
-            keys = _request_keys(self.trace, comp.next_request)
-            carried = [] if keys is None else _carried(keys, b.instances, b.summary_index, self.texts)
-            facts = self.index.of_part(comp.removed)
-            self._points.append((RetentionPoint(comp.event, comp.next_request,
-                                                _statuses(facts, keys, carried, self.texts)), carried))
+            carried = self._carried(comp.next_request, b.instances, b.summary_index)
+            self._points.append((self._point(comp.event, comp.next_request, comp.removed, carried), carried))
 
     def retention(self, lifetimes: Lifetimes) -> Retention:
         """The run's retention, from the points measured so far and ``lifetimes`` (the finished pass)."""
-        instances, summaries, texts = lifetimes.forms, set(lifetimes.summary_keys), self.texts
+        instances, summaries = lifetimes.forms, set(lifetimes.summary_keys)
         points = []
         for n, comp in enumerate(lifetimes.compactions):
-            keys = _request_keys(self.trace, comp.next_request)
-            carried = [] if keys is None else _carried(keys, instances, summaries, texts)
+            carried = self._carried(comp.next_request, instances, summaries)
             if n < len(self._points) and self._points[n][1] == carried:
                 points.append(self._points[n][0])
             else:
-                points.append(RetentionPoint(comp.event, comp.next_request,
-                                             _statuses(self.index.of_part(comp.removed), keys, carried, texts)))
+                points.append(self._point(comp.event, comp.next_request, comp.removed, carried))
         last = lifetimes.requests - 1 if lifetimes.requests else None
-        end = RetentionPoint(None, last, measure(self.trace, self.index.of_part(end_part(lifetimes)), last,
-                                                 lifetimes, texts))
+        end = self._point(None, last, end_part(lifetimes), self._carried(last, instances, summaries))
         return Retention(points, end)
 
 
