@@ -63,7 +63,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import MISSING, asdict, fields, is_dataclass
 from itertools import accumulate
 from typing import Any
@@ -191,6 +193,32 @@ def _json_default(value: Any) -> Any:
 _PIECE_ITEMS = 2000  # message-table entries per piece when a file is written piece by piece
 
 
+class _Later:
+    """A document value still being encoded on a thread; the writer waits for it when it gets there."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, future: Future[Any]) -> None:
+        self.future = future
+
+
+@contextmanager
+def _encoding_ahead() -> Iterator[Callable[[Callable[..., Any], Any], Any]]:
+    """``later(fn, *args)``: ``fn(*args)`` encoded on one thread while the file is written.
+
+    The run's columns (lists, events, requests) come after the message table in the file, and
+    are pure Python; the table is mostly text, compressed on other threads that let go of the
+    interpreter lock. Encoding the columns on a thread meanwhile overlaps the two, where the
+    writer used to wait for the compression with nothing to do (150 MB session: 1.6 s of a 5.6 s
+    save). The file is the same, byte for byte: only when each part is made changes.
+    """
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inspector-encode")
+    try:
+        yield lambda fn, *args: _Later(pool.submit(fn, *args))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _json_pieces(doc: dict[str, Any]) -> Iterator[str]:
     """``json.dumps(doc)`` (compact, not ASCII-escaped; written by :mod:`inspector.jsonfast`, so it reads
     back as that) as consecutive pieces whose joined text is the document: top-level values one by one,
@@ -203,6 +231,8 @@ def _json_pieces(doc: dict[str, Any]) -> Iterator[str]:
     yield "{"
     for n, (key, value) in enumerate(doc.items()):
         yield ("," if n else "") + dumps(key) + ":"
+        if type(value) is _Later:
+            value = value.future.result()
         if type(value) is dict and len(value) > _PIECE_ITEMS:
             items = list(value.items())
             yield "{"
@@ -1226,13 +1256,17 @@ def _encode_mark(mark: Mark) -> dict[str, Any]:
     return {"event": mark.event, "label": mark.label, "note": mark.note}
 
 
-def _encode_run(trace: Trace, index: dict[str, int]) -> dict[str, Any]:
-    """Everything of a trace except its message and token tables (messages by ``index``)."""
+def _encode_run(trace: Trace, index: dict[str, int], later: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """Everything of a trace except its message and token tables (messages by ``index``); with
+    ``later`` (:func:`_encoding_ahead`), its columns are encoded while the file is written."""
+    def make(fn: Callable[..., Any], *args: Any) -> Any:
+        return fn(*args) if later is None else later(fn, *args)
+
     return {
         "meta": trace.meta,
-        "lists": _encode_lists(trace.store.lists, index),
-        "events": _encode_events(trace.events, trace.requests, index),
-        "requests": _encode_requests(trace.requests, index),
+        "lists": make(_encode_lists, trace.store.lists, index),
+        "events": make(_encode_events, trace.events, trace.requests, index),
+        "requests": make(_encode_requests, trace.requests, index),
         "marks": [_encode_mark(m) for m in trace.marks],
         "tool_schemas": trace.tool_schemas,
         # Derived analyses (``inspector.quality``): plain JSON a reader may ignore; absent when empty.
@@ -1264,12 +1298,13 @@ def save_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
     messages = trace.store.messages
     keys = list(messages)
     index = {k: i for i, k in enumerate(keys)}
-    run = _encode_run(trace, index)
-    doc["meta"] = run.pop("meta")
-    doc["messages"] = _encode_messages(messages)
-    doc["tokens"] = _encode_tokens(trace.store.tokens, keys)
-    doc.update(run)
-    _write_atomic(path, _dumps(doc), compress=_wants_gzip(path))
+    with _encoding_ahead() as later:
+        run = _encode_run(trace, index, later)
+        doc["meta"] = run.pop("meta")
+        doc["messages"] = _encode_messages(messages)
+        doc["tokens"] = _encode_tokens(trace.store.tokens, keys)
+        doc.update(run)
+        _write_atomic(path, _dumps(doc), compress=_wants_gzip(path))
 
 
 @collection_in_batches()
@@ -1300,6 +1335,20 @@ def save_bundle(
         own.append(own_tokens)
     keys = list(messages)
     index = {k: i for i, k in enumerate(keys)}
+    with _encoding_ahead() as later:
+        doc = {
+            "format": BUNDLE_FORMAT,
+            "version": _version_for(traces),
+            "meta": meta or {},
+            "messages": _encode_messages(messages),
+            "tokens": _encode_tokens(tokens, keys),
+            "runs": later(_bundle_runs, traces, own, index),
+        }
+        _write_atomic(path, _dumps(doc), compress=_wants_gzip(path))
+
+
+def _bundle_runs(traces: Sequence[Trace], own: list[dict[str, dict[str, int]]], index: dict[str, int]) -> list[Any]:
+    """Each run of a bundle: its columns, its messages and token keys (by ``index``), its own counts."""
     runs: list[dict[str, Any]] = []
     for trace, own_tokens in zip(traces, own):
         run = _encode_run(trace, index)
@@ -1310,15 +1359,7 @@ def save_bundle(
         ]
         run["tokens"] = own_tokens
         runs.append(run)
-    doc = {
-        "format": BUNDLE_FORMAT,
-        "version": _version_for(traces),
-        "meta": meta or {},
-        "messages": _encode_messages(messages),
-        "tokens": _encode_tokens(tokens, keys),
-        "runs": runs,
-    }
-    _write_atomic(path, _dumps(doc), compress=_wants_gzip(path))
+    return runs
 
 
 # -- decoding -------------------------------------------------------------------------------

@@ -683,3 +683,40 @@ def test_reading_and_writing_a_trace_pause_automatic_collection_and_restore_it(t
     with pytest.raises(TraceCorruptError):
         load_trace(damaged)
     assert gc.isenabled(), "restored after a damaged file too"
+
+
+@pytest.mark.parametrize("name", ["run.trace.json", "run.trace.json.gz"])
+def test_columns_encoded_while_the_file_is_written_give_the_same_bytes(tmp_path: Path, monkeypatch, name: str):
+    import contextlib
+    import threading
+
+    trace, a, b = make_trace(40), make_trace(6, engine="compressor"), make_trace(9, engine="window")
+    save_trace(trace, tmp_path / f"ahead.{name}")
+    save_bundle([a, b], tmp_path / f"ahead.bundle.{name}")
+    threads: list[str] = []
+    real = trace_io._encode_events
+    monkeypatch.setattr(trace_io, "_encode_events",
+                        lambda *args: threads.append(threading.current_thread().name) or real(*args))
+    save_trace(trace, tmp_path / f"ahead2.{name}")
+    assert threads and all(t.startswith("inspector-encode") for t in threads)  # made on the encoding thread
+    monkeypatch.setattr(trace_io, "_encoding_ahead", lambda: contextlib.nullcontext(lambda fn, *args: fn(*args)))
+    save_trace(trace, tmp_path / f"inline.{name}")
+    save_bundle([a, b], tmp_path / f"inline.bundle.{name}")
+    assert (tmp_path / f"ahead.{name}").read_bytes() == (tmp_path / f"inline.{name}").read_bytes()
+    assert (tmp_path / f"ahead.bundle.{name}").read_bytes() == (tmp_path / f"inline.bundle.{name}").read_bytes()
+
+
+@pytest.mark.parametrize("save", ["trace", "bundle"])
+def test_a_column_that_fails_to_encode_leaves_the_old_file_and_no_temporary_one(tmp_path: Path, monkeypatch, save):
+    path = tmp_path / "t.json.gz"
+    save_trace(make_trace(2), path)
+    before = path.read_bytes()
+
+    def boom(*args):
+        raise ValueError("cannot encode")
+
+    monkeypatch.setattr(trace_io, "_encode_requests", boom)
+    with pytest.raises(ValueError, match="cannot encode"):
+        save_trace(make_trace(5), path) if save == "trace" else save_bundle([make_trace(5)], path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json.gz"]
