@@ -68,6 +68,7 @@ def per_turn_rows(trace: Trace) -> list[dict[str, Any]]:
     rows: dict[int, dict[str, Any]] = {
         e.turn: _blank_row(e.turn) for e in trace.events if e.kind == EV_TURN and e.turn is not None
     }
+    last_request: dict[int, int] = {}
     for r in trace.requests:
         row = rows.setdefault(r.turn, _blank_row(r.turn))
         row["requests"] += 1
@@ -85,16 +86,25 @@ def per_turn_rows(trace: Trace) -> list[dict[str, Any]]:
             row["recorded_write"] = (row["recorded_write"] or 0) + int(r.recorded.get("cache_write_tokens") or 0)
         if not row["miss"] and r.cache.reason_kind not in ("hit", "disabled", ""):
             row["miss"] = r.cache.reason
-        row["threshold"] = trace.state_at(r.event)["threshold_tokens"]
+        last_request[r.turn] = r.event
+    # A turn's state is the one its last event left (its threshold: at its last request); the
+    # state is looked up once per turn, not at each of a long session's 100,000+ events.
+    last: dict[int, int] = {}
     for e in trace.events:
         if e.turn is not None and e.turn in rows:
-            row = rows[e.turn]
-            state = trace.state_at(e.index)
-            row["compression_count"] = state["compression_count"]
-            if not row["reply"]:  # no request to read it at: as the turn left it
-                row["threshold"] = state["threshold_tokens"]
-            if e.fault is not None:
-                row["faults"] += 1
+            last[e.turn] = e.index
+    for turn, k in last.items():
+        row = rows[turn]
+        state = trace.state_at(k)
+        row["compression_count"] = state["compression_count"]
+        if not row["reply"]:  # no request to read it at: as the turn left it
+            row["threshold"] = state["threshold_tokens"]
+    for turn, k in last_request.items():
+        rows[turn]["threshold"] = trace.state_at(k)["threshold_tokens"]
+    for k in trace.fault_events:
+        turn = trace.events[k].turn
+        if turn is not None and turn in rows:
+            rows[turn]["faults"] += 1
     return [rows[k] for k in sorted(rows)]
 
 
