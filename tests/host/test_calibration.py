@@ -129,3 +129,20 @@ def test_after_the_agent_reloads_its_tools_the_head_is_new_to_the_cache_but_its_
     reloaded = run(7, [500, 500, 500])
     assert reloaded.read == 15_000 and reloaded.reason_kind == "prefix_break"
     assert "the agent's own head" in reloaded.reason
+
+
+def test_the_cache_view_scales_every_block_and_the_tools_as_the_calibration_does():
+    import random
+
+    from inspector.host.calibration import Calibration, UsageModel
+
+    cal = Calibration(hidden_tokens=1_000, ratio=0.73, warm_tokens=0, calls=3, method="test")
+    model = UsageModel("calibrated", cal)
+    rng = random.Random(7)
+    for _ in range(50):  # the same counts come back request after request
+        blocks = [rng.randint(0, 3_000) for _ in range(rng.randint(0, 40))]
+        _key, tools, scaled = model.cache_view("tools", 2_345, blocks)
+        assert scaled == [int(round(0.73 * t)) for t in blocks]
+        assert tools == int(round(0.73 * 2_345)) + 1_000
+    model.calibration = refit = Calibration(hidden_tokens=0, ratio=1.5, warm_tokens=0, calls=3, method="test")
+    assert model.cache_view("tools", 10, [100, 3])[1:] == (refit.scaled(10), [150, 4])  # a refit scales anew
