@@ -74,11 +74,33 @@ class Calibration:
         return asdict(self)
 
 
+def _sent_form(message: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A transcript message as the host sends it (shaped and sanitised), and its trace key.
+
+    The key is the one the replay's message store gives the same form (``measured_key``), so the
+    counter and the persistent cache hold each message's count once, under one key, and the
+    replay finds it counted already.
+    """
+    from inspector.host.shaping import sanitize_message, shape_message
+    from inspector.trace.model import measured_key
+
+    wire = sanitize_message(shape_message(wire_message(message)))
+    return wire, measured_key(wire)[0]
+
+
 def message_tokens(counter: Any, message: dict[str, Any]) -> int:
     """Our count of one transcript message as the host sends it (shaped and sanitised)."""
-    from inspector.host.shaping import sanitize_message, shape_message
+    wire, key = _sent_form(message)
+    return counter.count_message(wire, key=key)
 
-    return counter.count_message(sanitize_message(shape_message(wire_message(message))))
+
+def _message_counts(counter: Any, messages: list[dict[str, Any]]) -> list[int]:
+    """``message_tokens`` of each message, what the persistent cache knows looked up at once."""
+    forms = [_sent_form(m) for m in messages]
+    recall = getattr(counter, "recall", None)
+    if callable(recall):
+        recall([key for _, key in forms])
+    return [counter.count_message(wire, key=key) for wire, key in forms]
 
 
 def _sent_by_agent(message: dict[str, Any]) -> bool:
@@ -93,7 +115,7 @@ def request_counts(session: Session, counter: Any) -> tuple[dict[int, int], dict
     Both include the system message, the recorded tool schemas and the reply priming.
     """
     msgs = session.messages
-    counts = [message_tokens(counter, m) for m in msgs]
+    counts = _message_counts(counter, msgs)
     extra = (counter.count_tools(session.tools) if session.tools else 0) + REPLY_PRIMING
     first = 1 if msgs and msgs[0].get("role") == "system" else 0  # the host sends it as the system prompt
     system = counts[0] if first else 0

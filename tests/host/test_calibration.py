@@ -146,3 +146,16 @@ def test_the_cache_view_scales_every_block_and_the_tools_as_the_calibration_does
         assert tools == int(round(0.73 * 2_345)) + 1_000
     model.calibration = refit = Calibration(hidden_tokens=0, ratio=1.5, warm_tokens=0, calls=3, method="test")
     assert model.cache_view("tools", 10, [100, 3])[1:] == (refit.scaled(10), [150, 4])  # a refit scales anew
+
+
+def test_the_calibration_counts_each_message_under_the_replays_key_so_the_replay_counts_none_again(config, nocache):
+    s, _ = _recorded(4)
+    counter = TokenCounter("cl100k_base")
+    counter.count_ahead = False
+    request_counts(s, counter)
+    counted: list[dict] = []
+    walk = counter._message_tokens
+    counter._message_tokens = lambda message: counted.append(message) or walk(message)
+    trace = replay(s, CountingEngine(), config, simulator=nocache, counter=counter)
+    transcript = {m["content"] for m in s.messages if isinstance(m.get("content"), str)}
+    assert trace.requests and not [m for m in counted if m.get("content") in transcript]
