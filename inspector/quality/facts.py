@@ -66,16 +66,24 @@ _TOOL_ERROR_START = re.compile(r"\s*(?:E\s+)?(?:[\w.]*(?:Error|Exception)\b:?|Tr
                                r"error[:\[]|fatal:|panic:)")
 _TOOL_ERROR_PHRASES = ("No such file or directory", "Permission denied", "command not found")
 _TOOL_ERROR_PHRASE = re.compile(r"\b(?:" + "|".join(_TOOL_ERROR_PHRASES) + r")\b")
-# Every line a tool output's key-line rule keeps (below) holds a match of one of these: each begins
-# with a literal, which the regex engine finds at memory-search speed. They say more loosely what
-# _TOOL_ERROR_START, _TOOL_ERROR_PHRASE and _RESULT_LINE say: a superset, checked line by line after.
-_KEY_LINE_SCANS = tuple(re.compile(p) for p in (
+# Every line a tool output's key-line rule keeps (below) holds a match of one of these: they say
+# more loosely what _TOOL_ERROR_START, _TOOL_ERROR_PHRASE and _RESULT_LINE say (a superset, checked
+# line by line after), and none spans a line break. RE2 finds the lines holding one in a single
+# linear pass over the output (a DFA; Python's engine needs a pass per alternative): on a 150 MB
+# session's 126 MB of tool outputs 0.4 s instead of 7.6 s. \p{Nd} is what Python's \d matches in text.
+_KEY_LINE_SCAN = "|".join((
     "Error", "Exception", "Traceback", "FAILED", "ERROR", "error:", r"error\[", "fatal:", "panic:",
     *_TOOL_ERROR_PHRASES,
-    *(rf" {w}(?<=\d {w})" for w in ("passed", "failed", "error", "skipped", "warning", "deselected", "xfailed",
-                                      "file", "insertion", "deletion")),
-    "exit code", "exit status", r"returned? \d", "Total", "total", "OK", "PASS", "FAIL",
+    *(rf"\p{{Nd}} {w}" for w in ("passed", "failed", "error", "skipped", "warning", "deselected", "xfailed",
+                                  "file", "insertion", "deletion")),
+    "exit code", "exit status", r"returned? \p{Nd}", "Total", "total", "OK", "PASS", "FAIL",
     "Build succeeded", "Build failed", "build succeeded", "build failed"))
+try:
+    import re2
+
+    _KEY_LINES = re2.compile(rf"(?m)^[^\n]*(?:{_KEY_LINE_SCAN})[^\n]*")
+except ImportError:  # the rule line by line (see tool_key_lines): slower, the same lines
+    _KEY_LINES = None
 # Line boundaries str.splitlines() knows besides \n.
 _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _LISTING_LINE = re.compile(r"^\s*\d+\s*[|:]|^\s*(?:def|class|import|from|raise|except|return|if|elif|for|while)\b")
@@ -240,26 +248,19 @@ def _identifier_like(text: str) -> bool:
 
 def _candidate_lines(prose: str) -> list[str] | None:
     """The lines of a tool output that may be key lines, in order: a superset of those
-    :func:`tool_key_lines` keeps, found by scanning the whole text in C instead of matching
-    each of its lines in Python (megabytes of output read back: most of the extraction's time).
+    :func:`tool_key_lines` keeps, found in one pass over the whole text instead of matching each
+    of its lines in Python (megabytes of output read back: most of the extraction's time).
 
-    None where the output has line breaks other than ``\\n`` (``splitlines`` splits on more),
-    so the caller goes line by line.
+    None where the caller must go line by line: the output has line breaks other than ``\\n``
+    (``splitlines`` splits on more), text RE2 cannot take (a lone surrogate has no UTF-8 form), or
+    RE2 is not installed.
     """
-    if _OTHER_BREAKS.search(prose):
+    if _KEY_LINES is None or _OTHER_BREAKS.search(prose):
         return None
-    starts: set[int] = set()
-    for rx in _KEY_LINE_SCANS:  # none of them spans a line break
-        m = rx.search(prose)
-        while m is not None:
-            starts.add(prose.rfind("\n", 0, m.start()) + 1)
-            end = prose.find("\n", m.end())  # this line is a candidate already: on to the next
-            m = rx.search(prose, end + 1) if end >= 0 else None
-    out = []
-    for start in sorted(starts):
-        end = prose.find("\n", start)
-        out.append(prose[start:] if end < 0 else prose[start:end])
-    return out
+    try:
+        return _KEY_LINES.findall(prose)
+    except UnicodeEncodeError:
+        return None
 
 
 def tool_key_lines(prose: str) -> Iterator[tuple[str, str]]:

@@ -121,7 +121,8 @@ def _key_lines_line_by_line(prose: str) -> list[tuple[str, str]]:
 _PIECES = ["\n", " ", "  ", "E ", "Error", "ValueError:", "xError", "Exception", "Traceback", "FAILED", "ERROR",
            "error:", "error[", "fatal:", "panic:", "No such file or directory", "Permission denied", "OK", "PASS",
            "3 passed", "exit code", "returned 2", "Total", "12|", "def ", "raise ", "word", "_", ".", ":", "\r\n",
-           "\u2028", "\x0c", "7", "build failed", "Build succeeded"]
+           "\u2028", "\x0c", "7", "build failed", "Build succeeded",
+           "\u0663 passed", "\u0663", "é", "\ud800", "2 files changed"]
 
 
 @given(st.lists(st.sampled_from(_PIECES), max_size=60))
@@ -135,3 +136,15 @@ def test_key_lines_of_a_long_output_read_back_are_found_without_matching_every_l
     prose = listing + "Traceback (most recent call last):\nValueError: bad value\n== 3 passed, 1 failed in 2.1s ==\n"
     assert list(fx.tool_key_lines(prose)) == _key_lines_line_by_line(prose)
     assert [kind for kind, _ in fx.tool_key_lines(prose)] == [fx.ERROR, fx.ERROR, fx.RESULT, fx.RESULT]
+
+
+def test_a_result_line_counted_in_other_scripts_digits_is_a_key_line_too():
+    prose = "collecting\n\u0663 passed, \u0661 failed\nsee the log\n"
+    assert list(fx.tool_key_lines(prose)) == [(fx.RESULT, "\u0663 passed, \u0661 failed"), (fx.RESULT, "see the log")]
+
+
+def test_an_output_with_a_lone_surrogate_gets_the_same_key_lines():
+    prose = "Traceback (most recent call last):\n\ud800 bad byte\nValueError: x\ndone"
+    assert list(fx.tool_key_lines(prose)) == _key_lines_line_by_line(prose)
+    assert [line for _, line in fx.tool_key_lines(prose)] == ["Traceback (most recent call last):", "ValueError: x",
+                                                              "done"]
