@@ -85,3 +85,15 @@ def loads(data: bytes | bytearray | memoryview) -> Any:
         except (msgspec.DecodeError, RecursionError):
             pass
     return json.loads(bytes(data).decode("utf-8", "surrogatepass"))
+
+
+def loads_text(text: str) -> Any:
+    """``json.loads(text)``, by ``msgspec`` where it can (the lines of a 150 MB Claude Code
+    session: 0.88-1.42 s by ``json``, 0.70-0.74 s by ``msgspec``); what it refuses, and text with a
+    lone surrogate (which has no UTF-8 form for it to read), is parsed by ``json``, errors included."""
+    if _DECODER is not None:
+        try:
+            return _DECODER.decode(text)
+        except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
+            pass
+    return json.loads(text)

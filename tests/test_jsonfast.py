@@ -74,3 +74,24 @@ def test_what_the_fast_reader_refuses_the_standard_library_reads_or_rejects_as_i
                 assert (got.lineno, got.colno, got.msg) == (expected.lineno, expected.colno, expected.msg)
             else:
                 raise AssertionError(f"{bad!r} was accepted")
+
+
+@given(_values)
+def test_reading_text_gives_what_the_standard_library_reads(value):
+    for text in (_stdlib(value), json.dumps(value)):  # raw lone surrogates, and their escapes
+        assert repr(jsonfast.loads_text(text)) == repr(json.loads(text))
+
+
+def test_text_the_fast_reader_refuses_is_read_or_rejected_as_the_standard_library_does():
+    assert jsonfast.loads_text('{"a": 1, "a": 2, "b": "\udcff"}') == {"a": 2, "b": "\udcff"}
+    assert math.isnan(jsonfast.loads_text("[NaN]")[0])
+    for bad in ('{"a": }', "", "[1,", '{"a": 1} {"b": 2}', "[" * 100_000):
+        try:
+            json.loads(bad)
+        except (json.JSONDecodeError, RecursionError) as expected:
+            try:
+                jsonfast.loads_text(bad)
+            except type(expected) as got:
+                assert str(got) == str(expected)
+            else:
+                raise AssertionError(f"{bad[:20]!r} was accepted")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector.input_files import InputRefused, check_values, max_input_bytes, read_input
+from inspector.jsonfast import loads_text
 from inspector.sessions.model import ReaderError
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -156,7 +157,7 @@ def iter_jsonl(source: Source) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = loads_text(line)
         except (ValueError, RecursionError) as exc:
             msg = _json_error(exc)
             if not terminated:

@@ -87,7 +87,7 @@ from inspector.trace.model import (
     Mark,
     Request,
     Trace,
-    legacy_message_key,
+    earlier_message_keys,
     message_key,
 )
 from inspector.trace.prefix import common_prefix_len
@@ -1555,7 +1555,7 @@ def _decode_run(
 def _verify_keys(messages: dict[str, dict[str, Any]]) -> None:
     for key, msg in messages.items():
         _expect(isinstance(msg, dict), f"message {key} is not an object")
-        _expect(key in (message_key(msg), legacy_message_key(msg)), f"message {key} does not match its content hash")
+        _expect(key == message_key(msg) or key in earlier_message_keys(msg), f"message {key} does not match its content hash")
 
 
 _DECODE_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError)

@@ -56,15 +56,78 @@ STATE_FIELDS = (
 )
 
 
-# Messages are keyed by a hash of their repr with dict keys sorted at every level: one pass of
-# C code that also yields the repr's length, which is Hermes' rough token figure for the
-# message (agent/model_metadata.py:2612 of hermes-agent 0.19.0), so hashing a message measures it for free. Keys written
-# before this scheme (canonical JSON) stay valid in saved traces; see ``KEY_SCHEME``.
-KEY_SCHEME = "repr-sorted"
+# Messages are keyed by a hash of their content with dict keys sorted at every level, each
+# string hashed as its UTF-8 bytes after its length. The same walk yields the length of the
+# message's repr, which is Hermes' rough token figure for it (agent/model_metadata.py:2612 of
+# hermes-agent 0.19.0), so keying a message measures it: a string's repr length is counted with
+# a few passes of C over its bytes, not built (building the reprs was 1.2 s of the 1.9 s a pass
+# over a 150 MB session's messages took; now 0.6 s in all). A message holding what JSON cannot (a tuple, another
+# object, a key that is not a string) is keyed as a saved and reloaded trace holds it. Traces saved
+# under the schemes before (the repr of that form, hashed; canonical JSON before that) stay valid;
+# see ``key_scheme``.
+KEY_SCHEME = "fields-sorted"
 LEGACY_KEY_SCHEME = "json-sorted"
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 _STR_ONLY = frozenset({str})
 _LEGACY_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
+_SCALAR_TAGS = {int: b"i", float: b"f", bool: b"b", type(None): b"n"}
+
+
+class _NotWalked(Exception):
+    """A value :func:`_walk` does not key: the message is keyed in its canonical form instead."""
+
+
+def _str_repr_len(text: str, data: bytes) -> int:
+    """``len(repr(text))``, counted without building it where that is cheaper; ``data`` is ``text`` in UTF-8."""
+    if len(text) < 512 or not text.isascii():
+        return len(repr(text))
+    escaped = data.translate(None, _PRINTABLE_ASCII)  # \n, \t and \r escape to two characters, the rest to \xNN
+    n = len(text) + 2 + text.count("\\") + len(escaped)
+    if escaped:
+        n += 2 * (len(escaped) - escaped.count(b"\n") - escaped.count(b"\t") - escaped.count(b"\r"))
+    if "'" in text and '"' in text:  # repr quotes with ' and escapes each
+        n += text.count("'")
+    return n
+
+
+def _walk(value: Any, put: Any) -> int:
+    """Feed ``value`` to the hash (``put``) with dict keys sorted; returns ``len(repr(value))``."""
+    t = type(value)
+    if t is str:
+        data = value.encode("utf-8", "surrogatepass")
+        put(b"s%d:" % len(data))
+        put(data)
+        return _str_repr_len(value, data)
+    if t is dict:
+        if not _STR_ONLY.issuperset(map(type, value)):
+            raise _NotWalked
+        put(b"d%d:" % len(value))
+        n = 2 * len(value) if value else 2  # the braces, and ", " between items
+        for k in sorted(value):
+            v = value[k]
+            name = k.encode("utf-8", "surrogatepass")
+            if type(v) is str:  # most values: inline
+                data = v.encode("utf-8", "surrogatepass")
+                put(b"%d:%bs%d:" % (len(name), name, len(data)))
+                put(data)
+                n += len(repr(k)) + 2 + _str_repr_len(v, data)  # "k: v"
+            else:
+                put(b"%d:%b" % (len(name), name))
+                n += len(repr(k)) + 2 + _walk(v, put)
+        return n
+    if t is list:
+        put(b"l%d:" % len(value))
+        n = 2 * len(value) if value else 2
+        for v in value:
+            n += _walk(v, put)
+        return n
+    tag = _SCALAR_TAGS.get(t)
+    if tag is None:
+        raise _NotWalked
+    text = repr(value)
+    put(b"%b%d:%b" % (tag, len(text), text.encode()))
+    return len(text)
 
 
 def _key_text(k: Any) -> str:
@@ -116,11 +179,19 @@ def _first(item: tuple[str, Any]) -> str:
 
 
 def measured_key(message: dict[str, Any]) -> tuple[str, int | None]:
-    """(content key, ``len(str(message))``) — the length is None when the repr had to be normalised."""
-    canonical, exact = _canonical(message)
-    text = repr(canonical)
-    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
-    return key, (len(text) if exact else None)
+    """(content key, ``len(str(message))``) — the length is None when the message had to be normalised."""
+    try:
+        return _walked(message)
+    except _NotWalked:
+        canonical, exact = _canonical(message)  # what a saved and reloaded trace holds
+        key, chars = _walked(canonical)
+        return key, (chars if exact else None)
+
+
+def _walked(value: Any) -> tuple[str, int]:
+    digest = hashlib.blake2b(b"\0", digest_size=10)  # no repr starts with NUL: no key of the earlier scheme
+    chars = _walk(value, digest.update)
+    return digest.hexdigest(), chars
 
 
 def message_key(message: dict[str, Any]) -> str:
@@ -131,6 +202,13 @@ def message_key(message: dict[str, Any]) -> str:
 def key_scheme(trace: Trace) -> str:
     """How ``trace``'s message keys were made (traces from before the scheme was recorded: JSON)."""
     return str(trace.meta.get("message_keys", LEGACY_KEY_SCHEME))
+
+
+def earlier_message_keys(message: dict[str, Any]) -> tuple[str, str]:
+    """The keys the schemes before ``KEY_SCHEME`` gave ``message``: repr-sorted (the hash of the
+    repr of its canonical form), json-sorted (:func:`legacy_message_key`)."""
+    text = repr(_canonical(message)[0])
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest(), legacy_message_key(message)
 
 
 def legacy_message_key(message: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.trace.io import load_trace, save_trace
-from inspector.trace.model import Trace, legacy_message_key, measured_key, message_key
+from inspector.trace.model import Trace, earlier_message_keys, measured_key, message_key
 
 _json = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text()),
@@ -54,11 +54,22 @@ def test_values_json_cannot_hold_are_keyed_as_a_reloaded_trace_holds_them(tmp_pa
     assert message_key(reloaded.store.get(key)) == key
 
 
-def test_traces_keyed_the_old_way_still_verify(tmp_path: Path):
-    trace = Trace()
+_long_ascii = st.text(alphabet=st.characters(max_codepoint=127), min_size=512, max_size=2000)
+
+
+@settings(max_examples=200, deadline=None)
+@given(content=_long_ascii, name=_long_ascii)
+def test_a_long_texts_repr_length_is_counted_exactly(content, name):
+    message = {"role": "tool", "content": content, "name": name, "parts": [content, {"text": name}]}
+    assert measured_key(message)[1] == len(str(message))
+
+
+def test_traces_keyed_the_old_ways_still_verify(tmp_path: Path):
     message = {"role": "user", "content": "hello"}
-    old_key = legacy_message_key(message)
-    trace.store.messages[old_key] = message
-    trace.store.put_list([old_key])
-    save_trace(trace, tmp_path / "old.json")
-    assert load_trace(tmp_path / "old.json", verify=True).store.get(old_key) == message
+    for old_key in earlier_message_keys(message):
+        assert old_key != message_key(message)
+        trace = Trace()
+        trace.store.messages[old_key] = message
+        trace.store.put_list([old_key])
+        save_trace(trace, tmp_path / "old.json")
+        assert load_trace(tmp_path / "old.json", verify=True).store.get(old_key) == message
