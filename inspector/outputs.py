@@ -147,9 +147,9 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str | Iterable[str]
     return target
 
 
-# zlib level 3: a saved trace of a 150 MB session compresses in 2.2 s of CPU instead of 5.7 (level 6)
-# for a file 17 % larger (41.5 MB instead of 35.4; level 1: 1.3 s, 47 MB), measured with
-# ``inspector.bench.large_session``.
+# Level 3, ISA-L's highest (inspector.gunzip.gzip_member): a 150 MB session's trace is 45.6 MB
+# and its save takes 3.5-4.4 s of CPU; by zlib at level 3, 43.8 MB and 5.6-6.3 s (zlib's level 6
+# made it 17 % smaller for 2.6 times the CPU of level 3). Measured on one trace, both alternately.
 GZIP_LEVEL = 3
 
 
@@ -158,11 +158,9 @@ MEMBER_BYTES = 4 << 20  # text gathered into one gzip member before it is compre
 
 def _member(data: bytes) -> bytes:
     """One gzip member of ``data``, saying its length so that reading inflates members on every core."""
-    import zlib
+    from inspector.gunzip import gzip_member
 
-    from inspector.gunzip import sized_member
-
-    return sized_member(zlib.compress(data, GZIP_LEVEL, 31))
+    return gzip_member(data, GZIP_LEVEL)
 
 
 def _write_compressed(pieces: Iterable[bytes | str], mask: Callable[[str], str], put: Callable[[bytes], None]) -> None:
