@@ -35,6 +35,39 @@ from inspector.tokens.rough import (
 )
 from inspector.trace.model import Fault
 
+_MISSING = object()
+
+
+def _anchor(message: dict[str, Any]) -> str | None:
+    """What finds the message a copy was made of: its text, or else its first tool call's id."""
+    content = message.get("content")
+    if type(content) is str:
+        return content
+    calls = message.get("tool_calls")
+    if type(calls) is list and calls and type(calls[0]) is dict and type(calls[0].get("id")) is str:
+        return "\0call:" + calls[0]["id"]  # no text of a message starts so
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """``a == b`` where their reprs are equal too: the same types at every level (``1 == 1.0``,
+    ``True == 1`` and ``0.0 == -0.0`` are not the same here); False for what is not JSON."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is dict:
+        return len(a) == len(b) and all(type(k) is str and k in b and _same(v, b[k]) for k, v in a.items())
+    if t is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if t is float:
+        return repr(a) == repr(b)
+    return t in _EXACT and a == b
+
+
+_EXACT = frozenset({str, int, bool, type(None)})
+
 
 class AssembledHistory:
     """The request forms of one history list, with running token sums."""
@@ -118,6 +151,9 @@ class RequestAssembly:
         self._prepared: set[int] = set()  # ids of the last prepared batch, kept until they join the history
         # id(copy) -> (copy, original) for the top-level messages of the last compress snapshot
         self.snapshot_of: dict[int, tuple[dict, dict]] = {}
+        # _anchor(message) -> id(message) for cached messages: finds the message a copy was made
+        # of (see _copy_of)
+        self._by_anchor: dict[str, int] = {}
         self._asm: AssembledHistory | None = None
         self._system_forms: tuple[dict, dict, str] | None = None
         self._last_sanitised: dict[str, int] | None = None
@@ -150,6 +186,11 @@ class RequestAssembly:
                 entry = (message, *original[1:])
                 self._form_cache[id(message)] = entry
                 return entry[1], entry[2], entry[3], entry[4], entry[5]
+        original = self._copy_of(message)
+        if original is not None:
+            entry = self._form_cache[id(message)] = (message, *original[1:])
+            self._by_anchor[_anchor(message)] = id(message)  # the copy outlives its original
+            return entry[1], entry[2], entry[3], entry[4], entry[5]
         shaped = shape_message(message)
         wire = sanitize_message(shaped)
         key, chars = self.store.put_measured(wire)
@@ -165,24 +206,48 @@ class RequestAssembly:
             else:
                 raw_chars, raw_images = self.raw_rough(message)
         self._form_cache[id(message)] = (message, shaped, wire, key, raw_chars, raw_images)
+        anchor = _anchor(message)
+        if anchor is not None:
+            self._by_anchor[anchor] = id(message)
         return shaped, wire, key, raw_chars, raw_images
 
-    def prepare(self, messages: list[dict[str, Any]]) -> None:
+    def _copy_of(self, message: dict[str, Any]) -> tuple[dict, dict, dict, str, int, int] | None:
+        """The cached forms of the message ``message`` is a copy of (:func:`_same`: equal is not
+        enough, ``1 == 1.0`` and their reprs differ).
+
+        An engine's compress result copies the messages it keeps, and may make their texts again
+        (the compressor's placeholders for old tool outputs): its 324 compactions of a 150 MB
+        session handed back 71,194 messages the host would otherwise shape, hash and measure again.
+        """
+        anchor = _anchor(message)
+        if anchor is None:
+            return None
+        entry = self._form_cache.get(self._by_anchor.get(anchor, -1))
+        if entry is None:
+            return None
+        return entry if _same(entry[0], message) else None
+
+    def prepare(self, messages: list[dict[str, Any]], measured: dict[int, tuple[str, int | None]] | None = None) -> None:
         """Compute the per-message forms of messages about to join the history, in one batch.
 
         Only ever a speed-up: the same objects must be what is later appended, and the forms
         are exactly what :meth:`forms` would compute on demand. The batch's keys are looked up
         in the persistent token cache at once (``TokenCounter.recall``) before any is counted.
+        ``measured``: id(message) -> (key, repr length) of its sent form, made already (the
+        calibration's, :meth:`inspector.host.responders.WireMessages.sent_form`); taken out.
         """
         cache = self._form_cache
         self._prepared = {id(m) for m in messages}
+        known = measured if measured is not None else {}
         todo = []
         for message in messages:
             entry = cache.get(id(message))
             if entry is None or entry[0] is not message:
                 shaped = shape_message(message)
                 wire = sanitize_message(shaped)
-                todo.append((message, shaped, wire, *self.store.put_measured(wire)))
+                made = known.pop(id(message), None)
+                todo.append((message, shaped, wire, *(self.store.put_measured(wire) if made is None
+                                                      else self.store.put_keyed(wire, made))))
         recall = getattr(self.counter, "recall", None)
         if callable(recall):
             tokens = self.store.tokens
@@ -315,6 +380,7 @@ class RequestAssembly:
         """
         live = {id(m) for m in history} | self._prepared
         self._form_cache = {k: v for k, v in self._form_cache.items() if k in live}
+        self._by_anchor = {k: v for k, v in self._by_anchor.items() if v in live}
         self._rough_cache = {k: v for k, v in self._rough_cache.items() if k in live}
 
     def history_rough(self) -> int:

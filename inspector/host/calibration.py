@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bisect
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -94,9 +95,15 @@ def message_tokens(counter: Any, message: dict[str, Any]) -> int:
     return counter.count_message(wire, key=key)
 
 
-def _message_counts(counter: Any, messages: list[dict[str, Any]]) -> list[int]:
-    """``message_tokens`` of each message, what the persistent cache knows looked up at once."""
-    forms = [_sent_form(m) for m in messages]
+SentForm = Callable[[int], tuple[dict[str, Any], str]]
+
+
+def _message_counts(counter: Any, messages: list[dict[str, Any]], sent_form: SentForm | None = None) -> list[int]:
+    """``message_tokens`` of each message, what the persistent cache knows looked up at once.
+
+    ``sent_form``: the replay's own (:meth:`inspector.host.responders.WireMessages.sent_form`),
+    which keeps each key for the replay to find instead of hashing the message again."""
+    forms = [sent_form(i) for i in range(len(messages))] if sent_form else [_sent_form(m) for m in messages]
     recall = getattr(counter, "recall", None)
     if callable(recall):
         recall([key for _, key in forms])
@@ -108,14 +115,15 @@ def _sent_by_agent(message: dict[str, Any]) -> bool:
     return not (flags.get("inactive") or flags.get("harness"))
 
 
-def request_counts(session: Session, counter: Any) -> tuple[dict[int, int], dict[int, int]]:
+def request_counts(session: Session, counter: Any,
+                   sent_form: SentForm | None = None) -> tuple[dict[int, int], dict[int, int]]:
     """Per recorded call (by message index): our count of the request the agent sent, and — only
     where a teacher-forced replay sends that same request — of the replay's request.
 
     Both include the system message, the recorded tool schemas and the reply priming.
     """
     msgs = session.messages
-    counts = _message_counts(counter, msgs)
+    counts = _message_counts(counter, msgs, sent_form)
     extra = (counter.count_tools(session.tools) if session.tools else 0) + REPLY_PRIMING
     first = 1 if msgs and msgs[0].get("role") == "system" else 0  # the host sends it as the system prompt
     system = counts[0] if first else 0
@@ -328,19 +336,20 @@ def usage_mode(config: dict[str, Any], session: Session) -> str:
     return str(chosen)
 
 
-def _fitted(config: dict[str, Any], session: Session,
-            counter: Any) -> tuple[str, Calibration | None, dict[int, int], list[int]]:
+def _fitted(config: dict[str, Any], session: Session, counter: Any,
+            sent_form: SentForm | None = None) -> tuple[str, Calibration | None, dict[int, int], list[int]]:
     """(mode in effect, calibration, the calls a replay sends as the agent did, head changes) for ``session``."""
     mode = usage_mode(config, session)
     if not has_recorded_usage(session):
         return ("tokenizer" if mode == "calibrated" else mode), None, {}, []
-    sent, same = request_counts(session, counter)
+    sent, same = request_counts(session, counter, sent_form)
     cal = fit(session, counter, sent) if mode == "calibrated" else None
     changes = [i for i, m in enumerate(session.messages) if (m.get("x_flags") or {}).get("tools_changed")]
     return (mode if cal is not None or mode != "calibrated" else "tokenizer"), cal, same, changes
 
 
-def usage_model_for(config: dict[str, Any], session: Session, counter: Any, simulator: Any = None) -> UsageModel:
+def usage_model_for(config: dict[str, Any], session: Session, counter: Any, simulator: Any = None,
+                    sent_form: SentForm | None = None) -> UsageModel:
     """The usage model a replay of ``session`` uses (fitting the calibration when it needs one)."""
-    mode, cal, same, changes = _fitted(config, session, counter)
+    mode, cal, same, changes = _fitted(config, session, counter, sent_form)
     return UsageModel(mode, cal, same, simulator, changes)

@@ -179,9 +179,9 @@ class Host:
         """Recorder for ``call_llm``: any thread may call it (compress runs on the pool)."""
         self.rec.aux_sink(record)
 
-    def prepare(self, messages: list[dict[str, Any]]) -> None:
+    def prepare(self, messages: list[dict[str, Any]], measured: dict[int, tuple[str, int | None]] | None = None) -> None:
         """Compute the per-message forms of messages about to join the history (only a speed-up)."""
-        self.asm.prepare(messages)
+        self.asm.prepare(messages, measured)
 
     # -- session lifecycle ---------------------------------------------------------------
     @_in_run

@@ -298,7 +298,8 @@ def _activated(loaded: Any) -> contextlib.AbstractContextManager:
 PREPARE_TURNS = 64
 
 
-def _play_all(host: Host, session: Session, progress: ProgressFn | None, cancel: threading.Event | None) -> bool:
+def _play_all(host: Host, session: Session, wire: WireMessages, progress: ProgressFn | None,
+              cancel: threading.Event | None) -> bool:
     """Every turn of the session through the host; True when the user cancelled."""
     if not host.start():
         return False
@@ -306,7 +307,6 @@ def _play_all(host: Host, session: Session, progress: ProgressFn | None, cancel:
     markers = sorted(session.compactions, key=lambda c: c.message_index)
     marker_pos = 0
     calls_by_index = {c.message_index: c for c in session.api_calls}
-    wire = WireMessages(session)
     ahead: list[list[int]] = []
     for n, turn in enumerate(session.turns):
         if cancel is not None and cancel.is_set():
@@ -316,7 +316,7 @@ def _play_all(host: Host, session: Session, progress: ProgressFn | None, cancel:
         if n % PREPARE_TURNS == 0:
             collect_batch()
             ahead = [replayable_indices(session, t) for t in session.turns[n:n + PREPARE_TURNS]]
-            host.prepare([wire[i] for kept in ahead for i in kept])
+            host.prepare([wire[i] for kept in ahead for i in kept], wire.measured)
         kept = ahead[n % PREPARE_TURNS]
         marker_pos = play_session_turn(host, session, turn, calls_by_index, markers, marker_pos, wire, kept)
         if progress is not None:
@@ -438,7 +438,8 @@ def replay(
         watch.trace = trace
     from inspector.host.calibration import usage_model_for
 
-    usage_model = usage_model_for(config, session, counter, simulator)
+    wire = WireMessages(session)  # the calibration's sent forms keep their keys for the replay
+    usage_model = usage_model_for(config, session, counter, simulator, sent_form=wire.sent_form)
     trace.meta["usage_model"] = usage_model.to_json()
     if usage_model.calibration is not None:  # shown with the reader's warnings wherever the session is
         trace.meta["session"]["warnings"].extend(usage_model.calibration.warnings)
@@ -463,7 +464,7 @@ def replay(
         prefetch(session.messages, wire_form)  # tokenising ahead on another core (see TokenCounter.prefetch)
     try:
         with _activated(loaded), aux.recording(host.aux_sink), collection_in_batches():
-            cancelled = _play_all(host, session, progress, cancel)
+            cancelled = _play_all(host, session, wire, progress, cancel)
             trace = host.end()
             if not cancelled and (config.get("inspector") or {}).get("probe_tools"):
                 # --probe-tools: a dry run of the engine's retrieval tools needs it live, in its sandbox

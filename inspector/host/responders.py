@@ -55,12 +55,26 @@ class WireMessages:
     def __init__(self, session: Session) -> None:
         self._messages = session.messages
         self._forms: dict[int, dict[str, Any]] = {}
+        # id(form) -> (key, repr length) of its sent form, made by sent_form, for the host's
+        # RequestAssembly.prepare to take instead of hashing the message again
+        self.measured: dict[int, tuple[str, int | None]] = {}
 
     def __getitem__(self, index: int) -> dict[str, Any]:
         form = self._forms.get(index)
         if form is None:
             form = self._forms[index] = wire_message(self._messages[index])
         return form
+
+    def sent_form(self, index: int) -> tuple[dict[str, Any], str]:
+        """The message as the host sends it (shaped and sanitised) and its trace key, kept in
+        :attr:`measured`: the calibration counts every message before the replay does."""
+        from inspector.host.shaping import sanitize_message, shape_message
+        from inspector.trace.model import measured_key
+
+        form = self[index]
+        wire = sanitize_message(shape_message(form))
+        measured = self.measured[id(form)] = measured_key(wire)
+        return wire, measured[0]
 
 
 class ReplayResponder:

@@ -336,6 +336,12 @@ class MessageStore:
             self.messages[key] = message
         return key, chars
 
+    def put_keyed(self, message: dict[str, Any], measured: tuple[str, int | None]) -> tuple[str, int | None]:
+        """:meth:`put_measured` of a message whose ``measured_key`` is known already."""
+        if measured[0] not in self.messages:
+            self.messages[measured[0]] = message
+        return measured
+
     def get(self, key: str) -> dict[str, Any]:
         return self.messages[key]
 

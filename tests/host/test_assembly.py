@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 from inspector.host.assembly import RequestAssembly
@@ -70,6 +71,21 @@ def test_each_message_is_measured_once_however_often_the_request_is_assembled():
     assert counter.asked == asked + 4  # only the new messages
     asm.history = list(asm.history[-4:])  # a compaction replaces the list: assembled afresh, counted never again
     assert len(asm.assembled().keys) == 5 and counter.asked == asked + 4
+
+
+def test_a_shallow_copy_of_a_history_message_takes_its_forms_and_an_equal_one_of_other_types_does_not():
+    asm = _assembly()
+    asm.history.extend([{**m, "timestamp": 10**20} for m in _turn(0)])
+    keys = list(asm.assembled().keys)
+    measured = []
+    put = asm.store.put_measured
+    asm.store.put_measured = lambda wire: measured.append(wire) or put(wire)
+    asm.history = [dict(m) for m in asm.history]  # what an engine's compress hands back
+    assert list(asm.assembled().keys) == keys and measured == []
+    asm.history = copy.deepcopy(asm.history)  # tool calls rebuilt too
+    assert list(asm.assembled().keys) == keys and measured == []
+    asm.history = [{**asm.history[0], "timestamp": 1e20}] + asm.history[1:]  # == the original; its repr is shorter
+    assert asm.history_rough() == estimate_messages_tokens_rough(asm.history) and len(measured) == 1
 
 
 def test_the_request_sent_for_an_unpaired_tool_call_has_a_stub_result_and_the_history_is_untouched():

@@ -159,3 +159,22 @@ def test_the_calibration_counts_each_message_under_the_replays_key_so_the_replay
     trace = replay(s, CountingEngine(), config, simulator=nocache, counter=counter)
     transcript = {m["content"] for m in s.messages if isinstance(m.get("content"), str)}
     assert trace.requests and not [m for m in counted if m.get("content") in transcript]
+
+
+def test_a_replay_hashes_each_transcript_message_once_the_calibrations_key_kept_for_the_host(config, nocache, monkeypatch):
+    import inspector.host.responders as responders
+    import inspector.trace.model as model
+
+    s, _ = _recorded(4)
+    hashed: list[dict] = []
+    measure = model.measured_key
+    monkeypatch.setattr(model, "measured_key", lambda message: hashed.append(message) or measure(message))
+    sent = responders.WireMessages.sent_form
+    calibrated: list[str] = []
+    monkeypatch.setattr(responders.WireMessages, "sent_form",
+                        lambda self, i: (lambda form: calibrated.append(form[1]) or form)(sent(self, i)))
+    trace = replay(s, CountingEngine(), config, simulator=nocache)
+    texts = [m["content"].strip() for m in s.messages if isinstance(m.get("content"), str) and m["role"] != "system"]
+    assert trace.requests and len(calibrated) == len(s.messages)
+    assert sorted(m["content"] for m in hashed if m.get("content") in texts) == sorted(texts)  # each once
+    assert set(calibrated) <= set(trace.store.messages)
