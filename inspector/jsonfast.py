@@ -65,6 +65,15 @@ def loads_fast(data: bytes | bytearray | memoryview) -> Any:
     return orjson.loads(data)
 
 
+def dumps_bytes(value: Any, default: Default = None) -> bytes:
+    """:func:`dumps_text` as UTF-8 bytes (lone surrogates kept, ``surrogatepass``), without its
+    decoding of what ``orjson`` wrote: a trace's save writes bytes."""
+    fast = dumps_fast(value, default)
+    if fast is not None:
+        return fast
+    return _stdlib_encoder(default).encode(value).encode("utf-8", "surrogatepass")
+
+
 def dumps_text(value: Any, default: Default = None) -> str:
     """Compact JSON text of ``value`` (``ensure_ascii=False``) that reads back as ``json``'s does."""
     fast = dumps_fast(value, default)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from inspector.input_files import InputRefused, read_head_inflated
 
@@ -80,8 +81,8 @@ def output_problem(path: str, *, inputs: Iterable[str] = (), ours: Callable[[byt
     return None
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes | str | Iterable[str], *, mode: int | None = None,
-                 compress: bool = False, scrub: bool = True) -> Path:
+def write_atomic(path: str | os.PathLike[str], data: bytes | str | Iterable[str | bytes], *, mode: int | None = None,
+                 compress: bool = False, scrub: bool = True, text_bytes: bool = False) -> Path:
     """Write ``data`` to ``path`` so that ``path`` holds either its old content or all of ``data``.
 
     The one way the inspector writes a file (traces, bundles, bookmarks, the HTML report, images,
@@ -93,18 +94,20 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str | Iterable[str]
     (an iterable of ``str``, each a whole JSON value or more) is encoded, compressed and written
     piece by piece, so a large trace is never held twice in memory. ``compress`` gzips with no
     time and no name in the header, so the same data always gives the same bytes. The file keeps
-    the mode of the file it replaces, else ``mode`` (0644 unless given).
+    the mode of the file it replaces, else ``mode`` (0644 unless given). ``text_bytes``: pieces
+    given as ``bytes`` are UTF-8 text too (JSON written by ``orjson``), masked as bytes.
     """
     import secrets as _random
 
     target = Path(path)
     pieces: Iterable[bytes | str] = [data] if isinstance(data, (bytes, bytearray, str)) else data
-    mask: Callable[[str], str] = lambda text: text  # noqa: E731
+    mask: Callable[[Any], Any] = lambda text: text  # noqa: E731
     if scrub:
         from inspector.llm.secrets import mask_known, secret_values
 
         known = secret_values()
         mask = lambda text: mask_known(text, known)  # noqa: E731
+    mask_bytes = mask if text_bytes else (lambda data: data)
     folder = target.parent
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     for _ in range(16):
@@ -125,10 +128,10 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str | Iterable[str]
     try:
         try:
             if compress:
-                _write_compressed(pieces, mask, put)
+                _write_compressed(pieces, mask, mask_bytes, put)
             else:
                 for piece in pieces:
-                    put(mask(piece).encode("utf-8", "surrogatepass") if isinstance(piece, str) else bytes(piece))
+                    put(_encoded(piece, mask, mask_bytes))
             os.fsync(fd)
             try:
                 keep = os.stat(target).st_mode & 0o777
@@ -163,7 +166,15 @@ def _member(data: bytes) -> bytes:
     return gzip_member(data, GZIP_LEVEL)
 
 
-def _write_compressed(pieces: Iterable[bytes | str], mask: Callable[[str], str], put: Callable[[bytes], None]) -> None:
+def _encoded(piece: bytes | str, mask: Callable[[Any], Any], mask_bytes: Callable[[Any], Any]) -> bytes:
+    """A piece's bytes, masked: text by ``mask``, bytes by ``mask_bytes`` (see ``text_bytes``)."""
+    if isinstance(piece, str):
+        return mask(piece).encode("utf-8", "surrogatepass")
+    return mask_bytes(bytes(piece))
+
+
+def _write_compressed(pieces: Iterable[bytes | str], mask: Callable[[Any], Any], mask_bytes: Callable[[Any], Any],
+                      put: Callable[[bytes], None]) -> None:
     """Gzip ``pieces`` through ``put`` as consecutive gzip members of about ``MEMBER_BYTES`` each,
     compressed on every core while the next are made (zlib lets go of the interpreter lock).
 
@@ -192,7 +203,7 @@ def _write_compressed(pieces: Iterable[bytes | str], mask: Callable[[str], str],
                 put(waiting.popleft().result())
 
         for piece in pieces:
-            raw = mask(piece).encode("utf-8", "surrogatepass") if isinstance(piece, str) else bytes(piece)
+            raw = _encoded(piece, mask, mask_bytes)
             buffer.append(raw)
             size += len(raw)
             if size >= MEMBER_BYTES:

@@ -116,6 +116,14 @@ def test_write_atomic_masks_known_keys_in_text(tmp_path: Path, monkeypatch) -> N
     monkeypatch.setenv("SOME_SERVICE_API_KEY", "kq-7c1d9e2f4a6b8")
     write_atomic(tmp_path / "x.json", '{"note": "echoed kq-7c1d9e2f4a6b8"}')
     assert (tmp_path / "x.json").read_text(encoding="utf-8") == '{"note": "echoed ***"}'
+    hexed = b"kq-7c1d9e2f4a6b8".hex()
+    pieces = [b'{"n\xc3\xb6te": "kq-7c1d9e2f4a6b8 ', hexed.encode(), b'"}']
+    for compress in (False, True):  # UTF-8 text given as bytes (a trace's JSON pieces): masked too
+        path = write_atomic(tmp_path / "p.json.gz", iter(pieces), compress=compress, text_bytes=True)
+        data = gzip.decompress(path.read_bytes()) if compress else path.read_bytes()
+        assert data.decode() == '{"nöte": "*** ***"}'
+    image = b"\x89PNG kq-7c1d9e2f4a6b8"
+    assert write_atomic(tmp_path / "i.png", image).read_bytes() == image  # bytes of an image are not text
 
 
 def test_special_files_are_refused_as_outputs_heads(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import os
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from inspector.engines.redact import redact_sensitive_text
 
@@ -23,6 +23,8 @@ from inspector.engines.redact import redact_sensitive_text
 _SECRET_NAME = re.compile(r"(?:API_KEY|_KEY|_TOKEN|_SECRET|PASSWORD)$", re.I)
 _MIN_SECRET = 8  # shorter values ("1", "true") would scrub ordinary words
 MASK = "***"
+_MASK_BYTES = MASK.encode()
+_Text = TypeVar("_Text", str, bytes)
 # What loaded configs named: variables that hold a key, and keys written in the config itself.
 _KEY_ENVS: set[str] = set()
 _CONFIG_KEYS: set[str] = set()
@@ -93,15 +95,18 @@ def encoded_forms(value: str) -> tuple[str, ...]:
     return out
 
 
-def mask_known(text: str, values: list[str] | None = None) -> str:
+def mask_known(text: _Text, values: list[str] | None = None) -> _Text:
     """``text`` with every known key value, in any of its :func:`encoded_forms`, replaced by
-    ``***``: fast (substring tests only), for whole files as they are written."""
-    if not isinstance(text, str) or not text:
+    ``***``: fast (substring tests only), for whole files as they are written. ``bytes`` are
+    UTF-8 text, masked in place of being decoded (a form's UTF-8 bytes only match whole characters)."""
+    if not isinstance(text, (str, bytes)) or not text:
         return text
+    binary = isinstance(text, bytes)
     for value in secret_values() if values is None else values:
         for form in encoded_forms(value):
-            if form in text:
-                text = text.replace(form, MASK)
+            found = form.encode("utf-8", "surrogatepass") if binary else form
+            if found in text:
+                text = text.replace(found, _MASK_BYTES if binary else MASK)  # type: ignore[arg-type]
     return text
 
 

@@ -11,6 +11,8 @@ import json
 import re
 from typing import Any
 
+from inspector.trace.model import repr_length
+
 IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
 IMAGE_TOKENS = 1500
 _PLAIN_CONTENT = (str, type(None))
@@ -58,9 +60,12 @@ def _shadow(message: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 
 def message_rough_chars(message: dict[str, Any]) -> tuple[int, int]:
-    """(repr length, image count) of one message: the additive part of the estimate."""
+    """(repr length, image count) of one message: the additive part of the estimate.
+
+    The length is counted without building the repr (:func:`inspector.trace.model.repr_length`):
+    the compressor estimates its whole message list at every compaction."""
     shadow, images = _shadow(message)
-    return len(str(shadow)), images
+    return repr_length(shadow), images
 
 
 def is_plain(message: dict[str, Any]) -> bool:

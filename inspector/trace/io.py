@@ -79,7 +79,7 @@ from inspector.input_files import (
     read_head_inflated,
     read_input,
 )
-from inspector.jsonfast import dumps_text, loads
+from inspector.jsonfast import dumps_bytes, loads
 from inspector.trace.model import (
     CacheInfo,
     Event,
@@ -219,33 +219,33 @@ def _encoding_ahead() -> Iterator[Callable[[Callable[..., Any], Any], Any]]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _json_pieces(doc: dict[str, Any]) -> Iterator[str]:
+def _json_pieces(doc: dict[str, Any]) -> Iterator[bytes]:
     """``json.dumps(doc)`` (compact, not ASCII-escaped; written by :mod:`inspector.jsonfast`, so it reads
-    back as that) as consecutive pieces whose joined text is the document: top-level values one by one,
-    the message table a few thousand entries at a time, so saving a 150 MB session's trace never
-    builds its whole text (and then its bytes) at once."""
+    back as that) in UTF-8, as consecutive pieces whose joined bytes are the document: top-level values
+    one by one, the message table a few thousand entries at a time, so saving a 150 MB session's trace
+    never builds its whole text at once."""
 
-    def dumps(value: Any) -> str:
-        return dumps_text(value, _json_default)
+    def dumps(value: Any) -> bytes:
+        return dumps_bytes(value, _json_default)
 
-    yield "{"
+    yield b"{"
     for n, (key, value) in enumerate(doc.items()):
-        yield ("," if n else "") + dumps(key) + ":"
+        yield (b"," if n else b"") + dumps(key) + b":"
         if type(value) is _Later:
             value = value.future.result()
         if type(value) is dict and len(value) > _PIECE_ITEMS:
             items = list(value.items())
-            yield "{"
+            yield b"{"
             for start in range(0, len(items), _PIECE_ITEMS):
                 part = items[start:start + _PIECE_ITEMS]
-                yield ("," if start else "") + dumps(dict(part))[1:-1]
-            yield "}"
+                yield (b"," if start else b"") + dumps(dict(part))[1:-1]
+            yield b"}"
         else:
             yield dumps(value)
-    yield "}"
+    yield b"}"
 
 
-def _dumps(doc: dict[str, Any]) -> Iterator[str]:
+def _dumps(doc: dict[str, Any]) -> Iterator[bytes]:
     """The file's text, in pieces (:func:`_json_pieces`). No known key reaches the file, whatever
     an engine put where (a note, a summary, its state): the writer masks them
     (:func:`inspector.outputs.write_atomic`). Lone surrogates (a transcript decoded with
@@ -1274,10 +1274,10 @@ def _encode_run(trace: Trace, index: dict[str, int], later: Callable[..., Any] |
     }
 
 
-def _write_atomic(path: str | os.PathLike[str], data: Iterable[str], *, compress: bool) -> None:
+def _write_atomic(path: str | os.PathLike[str], data: Iterable[bytes], *, compress: bool) -> None:
     from inspector.outputs import write_atomic
 
-    write_atomic(path, data, compress=compress)
+    write_atomic(path, data, compress=compress, text_bytes=True)
 
 
 def _version_for(traces: Iterable[Trace]) -> int:

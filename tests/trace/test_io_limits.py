@@ -32,8 +32,8 @@ def test_the_pieces_join_to_exactly_what_json_dumps_writes():
            "lists": [[0, -1]], "empty": {}}
     pieces = list(trace_io._json_pieces(doc))
     assert len(pieces) > 6  # the message table came in several pieces
-    assert "".join(pieces) == json.dumps(doc, ensure_ascii=False, separators=(",", ":"),
-                                         default=trace_io._json_default)
+    assert b"".join(pieces).decode() == json.dumps(doc, ensure_ascii=False, separators=(",", ":"),
+                                                   default=trace_io._json_default)
 
 
 def test_a_saved_trace_is_the_same_bytes_each_time_and_loads(tmp_path):
