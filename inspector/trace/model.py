@@ -75,15 +75,16 @@ _SCALAR_TAGS = {int: b"i", float: b"f", bool: b"b", type(None): b"n"}
 
 
 class _NotWalked(Exception):
-    """A value :func:`_feed` does not key: the message is keyed in its canonical form instead."""
+    """A value :func:`_walk` does not key: the message is keyed in its canonical form instead."""
 
 
-def _str_repr_len(text: str) -> int:
-    """``len(repr(text))``, counted without building it where that is cheaper."""
+def _str_repr_len(text: str, data: bytes | None = None) -> int:
+    """``len(repr(text))``, counted without building it where that is cheaper; ``data``: ``text``
+    in UTF-8 when the caller has it."""
     if len(text) < 512 or not text.isascii():
         return len(repr(text))
-    escaped = text.encode("ascii").translate(None, _PRINTABLE_ASCII)  # \n, \t and \r escape to two characters, the rest to \xNN
-    n = len(text) + 2 + text.count("\\") + len(escaped)
+    escaped = (text.encode("ascii") if data is None else data).translate(None, _PRINTABLE_ASCII)
+    n = len(text) + 2 + text.count("\\") + len(escaped)  # \n, \t and \r escape to two characters, the rest to \xNN
     if escaped:
         n += 2 * (len(escaped) - escaped.count(b"\n") - escaped.count(b"\t") - escaped.count(b"\r"))
     if "'" in text and '"' in text:  # repr quotes with ' and escapes each
@@ -91,60 +92,52 @@ def _str_repr_len(text: str) -> int:
     return n
 
 
-def _feed(value: Any, put: Any) -> None:
-    """Feed ``value`` to the hash (``put``) with dict keys sorted, each string as its length then
-    its UTF-8 bytes (a framing no two values share)."""
+def _walk(value: Any, put: Any) -> int:
+    """``len(repr(value))``, and with ``put`` (a hash's update) ``value`` fed to it with dict keys
+    sorted, each string as its length then its UTF-8 bytes (a framing no two values share)."""
     t = type(value)
     if t is str:
+        if put is None:
+            return _str_repr_len(value)
         data = value.encode("utf-8", "surrogatepass")
         put(b"s%d:" % len(data))
         put(data)
-    elif t is dict:
-        if not _STR_ONLY.issuperset(map(type, value)):
-            raise _NotWalked
-        put(b"d%d:" % len(value))
-        for k in sorted(value):
-            v = value[k]
-            name = k.encode("utf-8", "surrogatepass")
-            if type(v) is str:  # most values: framed here, as the str case above does
-                data = v.encode("utf-8", "surrogatepass")
-                put(b"%d:%bs%d:" % (len(name), name, len(data)))
-                put(data)
-            else:
-                put(b"%d:%b" % (len(name), name))
-                _feed(v, put)
-    elif t is list:
-        put(b"l%d:" % len(value))
-        for v in value:
-            _feed(v, put)
-    else:
-        tag = _SCALAR_TAGS.get(t)
-        if tag is None:
-            raise _NotWalked
-        text = repr(value).encode()
-        put(b"%b%d:%b" % (tag, len(text), text))
-
-
-def _length(value: Any) -> int:
-    """``len(repr(value))`` of what :func:`_feed` takes, each string's counted, not built."""
-    t = type(value)
-    if t is str:
-        return _str_repr_len(value)
+        return _str_repr_len(value, data)
     if t is dict:
         if not _STR_ONLY.issuperset(map(type, value)):
             raise _NotWalked
         n = 2 * len(value) if value else 2  # the braces, and ", " between items
-        for k, v in value.items():
-            n += len(repr(k)) + 2 + (_str_repr_len(v) if type(v) is str else _length(v))  # "k: v"
+        if put is None:
+            for k, v in value.items():
+                n += len(repr(k)) + 2 + _walk(v, None)  # "k: v"
+            return n
+        put(b"d%d:" % len(value))
+        for k in sorted(value):
+            v = value[k]
+            name = k.encode("utf-8", "surrogatepass")
+            if type(v) is str:  # most values: framed here as the str case above frames them
+                data = v.encode("utf-8", "surrogatepass")
+                put(b"%d:%bs%d:" % (len(name), name, len(data)))
+                put(data)
+                n += len(repr(k)) + 2 + _str_repr_len(v, data)
+            else:
+                put(b"%d:%b" % (len(name), name))
+                n += len(repr(k)) + 2 + _walk(v, put)
         return n
     if t is list:
+        if put is not None:
+            put(b"l%d:" % len(value))
         n = 2 * len(value) if value else 2
         for v in value:
-            n += _length(v)
+            n += _walk(v, put)
         return n
-    if t not in _SCALAR_TAGS:
+    tag = _SCALAR_TAGS.get(t)
+    if tag is None:
         raise _NotWalked
-    return len(repr(value))
+    text = repr(value)
+    if put is not None:
+        put(b"%b%d:%b" % (tag, len(text), text.encode()))
+    return len(text)
 
 
 def _key_text(k: Any) -> str:
@@ -206,17 +199,17 @@ def measured_key(message: dict[str, Any]) -> tuple[str, int | None]:
 
 
 def repr_length(value: Any) -> int:
-    """``len(repr(value))``, strings counted rather than built where :func:`_length` takes the value."""
+    """``len(repr(value))``, strings counted rather than built where :func:`_walk` takes the value."""
     try:
-        return _length(value)
+        return _walk(value, None)
     except _NotWalked:
         return len(repr(value))
 
 
 def _walked(value: Any) -> tuple[str, int]:
     digest = hashlib.blake2b(b"\0", digest_size=10)  # no repr starts with NUL: no key of the earlier scheme
-    _feed(value, digest.update)
-    return digest.hexdigest(), _length(value)
+    chars = _walk(value, digest.update)
+    return digest.hexdigest(), chars
 
 
 def message_key(message: dict[str, Any]) -> str:
