@@ -35,8 +35,6 @@ from inspector.tokens.rough import (
 )
 from inspector.trace.model import Fault
 
-_MISSING = object()
-
 
 def _anchor(message: dict[str, Any]) -> str | None:
     """What finds the message a copy was made of: its text, or else its first tool call's id."""
