@@ -75,18 +75,25 @@ class Calibration:
         return asdict(self)
 
 
-def _sent_form(message: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """A transcript message as the host sends it (shaped and sanitised), and its trace key.
+def sent_form_of(form: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, int | None]]:
+    """A message's engine-facing form (``wire_message``) as the host sends it (shaped and
+    sanitised), and its ``measured_key``: (trace key, repr length).
 
-    The key is the one the replay's message store gives the same form (``measured_key``), so the
-    counter and the persistent cache hold each message's count once, under one key, and the
-    replay finds it counted already.
+    The key is the one the replay's message store gives the same form, so the counter and the
+    persistent cache hold each message's count once, under one key, and the replay finds it
+    counted already.
     """
     from inspector.host.shaping import sanitize_message, shape_message
     from inspector.trace.model import measured_key
 
-    wire = sanitize_message(shape_message(wire_message(message)))
-    return wire, measured_key(wire)[0]
+    wire = sanitize_message(shape_message(form))
+    return wire, measured_key(wire)
+
+
+def _sent_form(message: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A transcript message as the host sends it, and its trace key (:func:`sent_form_of`)."""
+    wire, measured = sent_form_of(wire_message(message))
+    return wire, measured[0]
 
 
 def message_tokens(counter: Any, message: dict[str, Any]) -> int:

@@ -68,12 +68,11 @@ class WireMessages:
     def sent_form(self, index: int) -> tuple[dict[str, Any], str]:
         """The message as the host sends it (shaped and sanitised) and its trace key, kept in
         :attr:`measured`: the calibration counts every message before the replay does."""
-        from inspector.host.shaping import sanitize_message, shape_message
-        from inspector.trace.model import measured_key
+        from inspector.host.calibration import sent_form_of
 
         form = self[index]
-        wire = sanitize_message(shape_message(form))
-        measured = self.measured[id(form)] = measured_key(wire)
+        wire, measured = sent_form_of(form)
+        self.measured[id(form)] = measured
         return wire, measured[0]
 
 
