@@ -133,6 +133,7 @@ class Host:
         self._turn_user: dict[str, Any] | None = None
         self._turn_calls = 0
         self._last_usage: dict[str, int] | None = None
+        self._recorded_dicts: dict[tuple[int, ...], dict[str, int]] = {}
 
     # -- what callers read and the parts share ----------------------------------------------
     @property
@@ -412,6 +413,17 @@ class Host:
         self._turn_calls += 1
         return self._record_response(response, responder, keys, sel_keys, by_engine, pressure, tik)
 
+    def _recorded_dict(self, response: ProviderResponse) -> dict[str, int] | None:
+        """The call's recorded usage, one dict per distinct figure (read-only, shared by requests).
+
+        An aggregate-only transcript records the same all-zero usage on every call; tens of
+        thousands of equal dicts were a tenth of a long replay's requests (issue 23).
+        """
+        if response.recorded is None:
+            return None
+        figures = response.recorded.to_recorded_dict()
+        return self._recorded_dicts.setdefault(tuple(figures.values()), figures)
+
     def _record_response(
         self,
         response: ProviderResponse,
@@ -458,7 +470,7 @@ class Host:
             assembled=assembled_id, selected=selected_id, selected_by_engine=by_engine,
             tokens={"tiktoken": tik, "rough": pressure, "tools": tools_tokens, "completion": completion},
             usage=usage_dict,
-            recorded=response.recorded.to_recorded_dict() if response.recorded is not None else None,
+            recorded=self._recorded_dict(response),
             cache=cache, timestamp=response.timestamp, response_key=a_key,
         )
         self.trace.requests.append(request)

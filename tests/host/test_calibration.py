@@ -178,3 +178,14 @@ def test_a_replay_hashes_each_transcript_message_once_the_calibrations_key_kept_
     assert trace.requests and len(calibrated) == len(s.messages)
     assert sorted(m["content"] for m in hashed if m.get("content") in texts) == sorted(texts)  # each once
     assert set(calibrated) <= set(trace.store.messages)
+
+
+def test_calls_recording_the_same_usage_share_one_recorded_dict_and_different_ones_do_not(config, nocache):
+    s, counter = _recorded(4)
+    for call in s.api_calls[1:3]:
+        call.usage = Usage(prompt_tokens=0, source="aggregate-only")
+    trace = replay(s, CountingEngine(), config, simulator=nocache, counter=counter)
+    first, second, third, fourth = (r.recorded for r in trace.requests[:4])
+    assert second is third and second == {**second, "prompt_tokens": 0}
+    assert first is not second and first["prompt_tokens"] == s.api_calls[0].usage.prompt_tokens
+    assert fourth["prompt_tokens"] == s.api_calls[3].usage.prompt_tokens != first["prompt_tokens"]

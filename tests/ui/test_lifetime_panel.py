@@ -65,14 +65,25 @@ def test_a_lost_fact_selects_its_origin_message_and_jumps_to_where_it_was_first_
     assert panel.selected != origin
 
 
-def test_in_a_window_the_analysis_is_a_background_job_and_a_newer_trace_supersedes_it(qtbot, shown) -> None:
-    from inspector.quality.analysis import cached_analysis
+def test_in_a_window_the_analysis_is_a_background_job_and_a_newer_trace_supersedes_it(qtbot, shown, monkeypatch) -> None:
+    import threading
+
+    from inspector.quality.analysis import analyse, cached_analysis
     from inspector.ui.jobs import JobRunner
+    from inspector.ui.panels import lifetime
     from inspector.ui.synthetic import build_trace
 
-    # never analysed (a replay analyses its own); the first long enough to be still running when superseded
-    first, second = build_trace(2000, seed=1), build_trace(200, seed=2)
+    # never analysed (a replay analyses its own)
+    first, second = build_trace(200, seed=1), build_trace(200, seed=2)
     assert cached_analysis(first) is None and cached_analysis(second) is None
+    superseded = threading.Event()
+
+    def slow_for_the_first(trace):  # noqa: ANN001, ANN202  still running when superseded, however fast the machine
+        if trace is first:
+            superseded.wait(20)
+        return analyse(trace)
+
+    monkeypatch.setattr(lifetime, "analyse", slow_for_the_first)
     cursor, make = shown
     jobs = JobRunner()
     LifetimePanel.jobs = jobs  # as the window sets it on every panel it makes
@@ -84,6 +95,7 @@ def test_in_a_window_the_analysis_is_a_background_job_and_a_newer_trace_supersed
         assert panel.readout.text() == "Tracing every message's lifetime…"
         cursor.set_trace(second)  # a follow update, say: the first trace's analysis is no longer wanted
         assert job.superseded and jobs.current(key) is not job
+        superseded.set()
         cursor.set(len(second) // 2)  # the cursor moves on meanwhile: nothing to draw yet, nothing blocks
         qtbot.waitUntil(lambda: panel.analysis is not None, timeout=20_000)
         assert panel._analysed_for is second and panel.analysis is cached_analysis(second)
@@ -95,5 +107,6 @@ def test_in_a_window_the_analysis_is_a_background_job_and_a_newer_trace_supersed
         panel.refresh()  # an export or a screenshot waits for the analysis rather than picture its placeholder
         assert panel.analysis is cached_analysis(third) and jobs.current(key) is None
     finally:
+        superseded.set()
         LifetimePanel.jobs = None
         jobs.shutdown(5_000)
