@@ -75,6 +75,25 @@ def resolve_model_threshold(
         return default
 
 
+def base_status(last_prompt_tokens: Any, threshold_tokens: Any, context_length: Any,
+                compression_count: Any) -> dict[str, Any]:
+    """What the base class's ``get_status()`` reports for these token attributes.
+
+    A function of the attributes alone, so the host can build it from the attributes it has
+    just read for the trace instead of calling the hook again (inspector/host/recorder.py).
+    """
+    last = max(0, int(last_prompt_tokens or 0))
+    ctx = int(context_length or 0)
+    usage = min(100.0, last / ctx * 100) if ctx else 0
+    return {
+        "last_prompt_tokens": last,
+        "threshold_tokens": threshold_tokens,
+        "context_length": ctx,
+        "usage_percent": usage,
+        "compression_count": compression_count,
+    }
+
+
 class ContextEngine(ABC):
     """Base class for context engines (Hermes' ``agent.context_engine.ContextEngine``)."""
 
@@ -170,16 +189,8 @@ class ContextEngine(ABC):
         return json.dumps({"error": f"Unknown context engine tool: {name}"})
 
     def get_status(self) -> dict[str, Any]:
-        last = max(0, int(self.last_prompt_tokens or 0))
-        ctx = int(self.context_length or 0)
-        usage = min(100.0, last / ctx * 100) if ctx else 0
-        return {
-            "last_prompt_tokens": last,
-            "threshold_tokens": self.threshold_tokens,
-            "context_length": ctx,
-            "usage_percent": usage,
-            "compression_count": self.compression_count,
-        }
+        return base_status(self.last_prompt_tokens, self.threshold_tokens, self.context_length,
+                           self.compression_count)
 
     def update_model(
         self,

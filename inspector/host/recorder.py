@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from inspector.engines.contract import ContextEngine, engine_overrides_hook
+from inspector.engines.contract import ContextEngine, base_status, engine_overrides_hook
 from inspector.host import capture
 from inspector.host.guard import CallOutcome, call_inline, call_on_pool, locate_in_engine
 from inspector.host.profiles import CHECKED, OVERRIDDEN, POOL, HookRow, HostProfile
@@ -39,6 +39,21 @@ _INT_ONLY = frozenset({int})
 # An inline hook that ran past its timeout this many times is not called again in the run: a
 # hook stuck for good would otherwise cost the timeout at every request.
 HOOK_TIMEOUTS_BEFORE_SKIP = 2
+
+
+def _plain_attributes(engine: Any, names: tuple[str, ...]) -> bool:
+    """Whether reading ``names`` from ``engine`` runs none of its code: no ``__getattribute__``
+    of its own and no descriptor (a property) for any of them on its class."""
+    cls = type(engine)
+    if cls.__getattribute__ is not object.__getattribute__:
+        return False
+    for name in names:
+        for klass in cls.__mro__:
+            if name in vars(klass):
+                if hasattr(type(vars(klass)[name]), "__get__"):
+                    return False
+                break
+    return True
 
 
 class HookRecorder:
@@ -77,6 +92,12 @@ class HookRecorder:
         # class's (our own code reading token attributes, which no engine can tell apart).
         self._status_anytime = profile.gates.status_in_loop
         self._status_from_state = getattr(type(engine), "get_status", None) is ContextEngine.get_status
+        # ... and when the attributes are plain (no property, no __getattribute__ of the engine's
+        # own), that status is a function of what state() read: built from it, not called again.
+        self._status_built = self._status_from_state and _plain_attributes(engine, STATE_FIELDS)
+        self._raw_ints = False  # whether the attributes state() last read were all ints
+        own = getattr(engine, "__dict__", None)
+        self._engine_dict: dict[str, Any] = own if type(own) is dict else {}  # the live dict: later writes show
         self._status_prev: dict[str, Any] | None = None
         self._status_failed = False
         self._status_raw: tuple[Any, ...] | None = None
@@ -138,9 +159,12 @@ class HookRecorder:
             values = self._raw_state = _STATE_GETTER(self.engine)
         except Exception:
             self._raw_state = None
+            self._raw_ints = False
             return tuple(as_int(getattr(self.engine, name, 0)) for name in STATE_FIELDS)
         if _INT_ONLY.issuperset(map(type, values)):
+            self._raw_ints = True
             return values
+        self._raw_ints = False
         return tuple(as_int(v) for v in values)
 
     def status(self) -> dict[str, Any] | None:
@@ -156,6 +180,9 @@ class HookRecorder:
             if raw is not None and raw == self._status_raw and self._status_prev is not None:
                 return self._status_prev
             self._status_raw = raw
+            if self._status_built and self._raw_ints and "get_status" not in self._engine_dict:
+                status = self._status_prev = base_status(raw[0], raw[3], raw[4], raw[5])
+                return status
         if not self.has("get_status"):  # Hermes never calls it: a duck engine may lack it
             self._status_failed = True
             return self._status_prev

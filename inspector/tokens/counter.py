@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from inspector.tokens import rough
+from inspector.tokens.bpe_fast import fast_counter
 from inspector.tokens.encodings import SPECS, TokenizerUnavailable, load_encoding, unavailable_reason
 from inspector.tokens.persistent import TokenCache, rules_hash
 from inspector.tokens.redacted import placeholder_tokens, split_placeholders
@@ -93,12 +94,18 @@ class TokenCounter:
     message (agent/model_metadata.py:2612 of hermes-agent 0.19.0): repr length / 4, plus its fixed figure per image.
     """
 
-    def __init__(self, tokenizer: str = "cl100k_base", persistent: TokenCache | None = None) -> None:
+    def __init__(self, tokenizer: str = "cl100k_base", persistent: TokenCache | None = None, *,
+                 backend: str = "") -> None:
         self.name = tokenizer
+        # How the encoding counts: the faster exact count where it exists (inspector/tokens/bpe_fast.py),
+        # else tiktoken's own; ``backend="tiktoken"`` asks for tiktoken (what benchmarks compare with).
+        self._fast = None if tokenizer == APPROX or backend == "tiktoken" else fast_counter(tokenizer)
         self._enc = (
-            None if tokenizer == APPROX else load_encoding(tokenizer)
+            None if tokenizer == APPROX or self._fast is not None else load_encoding(tokenizer)
         )  # may raise TokenizerUnavailable
-        self.exact = self._enc is not None
+        self.backend = "rs-bpe" if self._fast is not None else ("tiktoken" if self._enc is not None else APPROX)
+        self.exact = self._enc is not None or self._fast is not None
+        self._count = self._fast or (_encoded_len(self._enc) if self._enc is not None else None)
         self._texts: dict[str, int] = {}
         self._messages: dict[str, int] = {}
         self._tools: dict[str, int] = {}
@@ -131,14 +138,15 @@ class TokenCounter:
     def _encode_len(self, text: str) -> int:
         text, hidden = split_placeholders(text)
         extra = placeholder_tokens(hidden) if hidden else 0
-        if self._enc is None:
+        count = self._count
+        if count is None:
             return rough.estimate_tokens_rough(text) + extra
         if len(text) < _SHARED_MIN:
-            return len(self._enc.encode_ordinary(text)) + extra
+            return count(text) + extra
         key = (self.name, _text_digest(text))
         n = _shared_counts.get(key)
         if n is None:
-            n = len(self._enc.encode_ordinary(text))
+            n = count(text)
             if len(_shared_counts) >= _SHARED_MAX_ENTRIES:
                 _shared_counts.clear()
             _shared_counts[key] = n
@@ -146,6 +154,10 @@ class TokenCounter:
 
     def _prefill(self, texts: Iterable[str]) -> None:
         missing = list({t for t in texts if t and t not in self._texts})
+        if self._fast is not None:  # one at a time: it holds the interpreter lock, a pool gains nothing
+            for t in missing:
+                self._texts[t] = self._encode_len(t)
+            return
         if self._enc is not None:  # long texts go through the shared count, one at a time
             for t in [t for t in missing if len(t) >= _SHARED_MIN]:
                 self._texts[t] = self._encode_len(t)
@@ -175,7 +187,7 @@ class TokenCounter:
         speed-up: a text the replay reaches first it counts itself, and the thread skips it.
         ``messages`` must not change while the thread reads them (a session's own list).
         """
-        if self._enc is None or not spare_core():
+        if self._enc is None or not spare_core():  # the fast count holds the interpreter lock: no gain
             return
         self.stop_prefetch()
         stop = self._prefetch_stop = threading.Event()
@@ -256,7 +268,7 @@ class TokenCounter:
         if todo and self.persistent is not None:
             self.recall(keys)
             todo = [m for m, k in zip(messages, keys) if k not in self._messages]
-        if todo and self._enc is not None:
+        if todo and self.exact:
             texts: list[str] = []
             for m in todo:
                 texts.extend(_message_texts(m))
@@ -270,7 +282,7 @@ class TokenCounter:
         return sum(self.count_messages(messages, keys)) + (REPLY_PRIMING if self.exact else 0)
 
     def _message_tokens(self, message: dict[str, Any]) -> int:
-        if self._enc is None:
+        if not self.exact:
             chars, images = rough.message_rough_chars(message)
             return rough.rough_from_chars(chars, images)
         n = TOKENS_PER_MESSAGE
@@ -339,7 +351,7 @@ class TokenCounter:
             if n is not None:
                 self._tools[cache_key] = n
         if n is None:
-            if self._enc is None:
+            if not self.exact:
                 n = rough.estimate_tools_tokens_rough(schemas)
             else:
                 n = 0
@@ -388,6 +400,11 @@ def make_counter(
             except TokenizerUnavailable:
                 continue
         raise
+
+
+def _encoded_len(enc: Any) -> Callable[[str], int]:
+    encode = enc.encode_ordinary
+    return lambda text: len(encode(text))
 
 
 def _as_text(value: Any) -> str:

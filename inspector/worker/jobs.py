@@ -59,9 +59,9 @@ def _session_frame(rt: Runtime, config: dict[str, Any]) -> Any:
     """
     if rt.inbox.empty():
         try:
-            from inspector.tokens.encodings import load_encoding
+            from inspector.tokens.counter import TokenCounter
 
-            load_encoding((config.get("inspector") or {}).get("tokenizer") or "cl100k_base")
+            TokenCounter((config.get("inspector") or {}).get("tokenizer") or "cl100k_base")  # loads what it counts with
         except Exception:  # noqa: BLE001 - the replay reports an unusable tokenizer itself
             pass
     frame = rt.inbox.get()

@@ -216,3 +216,52 @@ def test_get_status_is_read_only_where_the_profiles_hermes_would():
     ev, _ = rec.hook("should_compress", 1)
     assert Status.calls == 1 and ev.status == {"n": 1}
     assert isinstance(ContextEngine.get_status(CountingEngine()), dict)
+
+
+def test_the_base_classs_status_is_built_from_the_attributes_read_for_the_trace_not_called_again(monkeypatch):
+    called = []
+    original = ContextEngine.get_status
+
+    def counted(self):
+        called.append(1)
+        return original(self)
+
+    monkeypatch.setattr(ContextEngine, "get_status", counted)
+    engine = CountingEngine()
+    engine.threshold_tokens, engine.context_length = 50_000, 64_000
+    rec = _recorder(engine, "hermes-0.19.0")
+    ev, _ = rec.hook("update_from_response", {"prompt_tokens": 12_345, "completion_tokens": 10, "total_tokens": 12_355})
+    assert called == []
+    assert ev.status == original(engine) == {"last_prompt_tokens": 12_345, "threshold_tokens": 50_000,
+                                             "context_length": 64_000, "usage_percent": 12_345 / 64_000 * 100,
+                                             "compression_count": 0}
+
+
+class _PropertyTokens(CountingEngine):
+    """Reads of last_prompt_tokens run engine code: the status must come from get_status() itself."""
+
+    reads = 0
+
+    @property
+    def last_prompt_tokens(self):
+        _PropertyTokens.reads += 1
+        return 7
+
+    @last_prompt_tokens.setter
+    def last_prompt_tokens(self, value):
+        pass
+
+
+def test_engine_code_behind_the_attributes_or_an_own_get_status_is_still_called(monkeypatch):
+    called = []
+    original = ContextEngine.get_status
+    monkeypatch.setattr(ContextEngine, "get_status", lambda self: called.append(type(self)) or original(self))
+    rec = _recorder(_PropertyTokens(), "hermes-0.19.0")
+    ev, _ = rec.hook("update_from_response", {"prompt_tokens": 1})
+    assert called == [_PropertyTokens] and ev.status["last_prompt_tokens"] == 7
+
+    engine = CountingEngine()
+    rec = _recorder(engine, "hermes-0.19.0")
+    engine.get_status = lambda: {"mine": True}  # set on the instance after the recorder was made
+    ev, _ = rec.hook("update_from_response", {"prompt_tokens": 1})
+    assert ev.status == {"mine": True}

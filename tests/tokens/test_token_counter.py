@@ -211,19 +211,28 @@ def test_distinct_messages_counted_fast(counter):
     assert again < first
 
 
-def test_a_long_text_is_encoded_once_per_process_whichever_counter_asks(monkeypatch):
+@pytest.mark.parametrize("backend", ["", "tiktoken"])
+def test_a_long_text_is_encoded_once_per_process_whichever_counter_asks(monkeypatch, backend):
     # Every replay, comparison run and panel makes its own counter; a 10 MB tool output must not
     # be encoded again by each of them.
+    from inspector.tokens import bpe_fast
     from inspector.tokens import counter as counter_mod
 
-    first = TokenCounter("cl100k_base")
     encoded: list[int] = []
-    real = type(first._enc).encode_ordinary
-    monkeypatch.setattr(type(first._enc), "encode_ordinary", lambda self, t: encoded.append(len(t)) or real(self, t))
+    first = TokenCounter("cl100k_base", backend=backend)
+    if first.backend == "rs-bpe":
+        real_count = bpe_fast.fast_counter("cl100k_base")
+        monkeypatch.setitem(bpe_fast._loaded, "cl100k_base", lambda t: encoded.append(len(t)) or real_count(t))
+        first = TokenCounter("cl100k_base", backend=backend)
+    else:
+        real = type(first._enc).encode_ordinary
+        monkeypatch.setattr(type(first._enc), "encode_ordinary",
+                            lambda self, t: encoded.append(len(t)) or real(self, t))
+        first = TokenCounter("cl100k_base", backend=backend)
     monkeypatch.setattr(counter_mod, "_shared_counts", {})
     long_text = "a distinct long tool output " * 5000
     n = first.count_text(long_text)
-    again = [TokenCounter("cl100k_base") for _ in range(3)]
+    again = [TokenCounter("cl100k_base", backend=backend) for _ in range(3)]
     assert [c.count_text(long_text) for c in again] == [n] * 3
     assert [c.count_messages([{"role": "tool", "content": long_text}] * 20)[0] for c in again] == [n + 4] * 3
     assert encoded.count(len(long_text)) == 1
@@ -231,7 +240,7 @@ def test_a_long_text_is_encoded_once_per_process_whichever_counter_asks(monkeypa
     assert encoded.count(len(long_text) + 13) == 1
 
 
-# -- counting ahead on another thread -------------------------------------------------------
+# -- counting ahead on another thread (tiktoken's: it encodes without the interpreter lock) ---
 
 @pytest.fixture
 def idle_core(monkeypatch):
@@ -245,13 +254,13 @@ def test_counting_ahead_gives_the_counts_counting_in_turn_gives(idle_core):
     import time
 
     messages = [{"role": "user", "content": f"  message {i} " + "text " * (i % 50)} for i in range(400)]
-    ahead = TokenCounter("cl100k_base")
+    ahead = TokenCounter("cl100k_base", backend="tiktoken")
     ahead.prefetch(messages, form=lambda m: {**m, "content": m["content"].strip()})
     deadline = time.monotonic() + 30
     while len(ahead.cache_sizes()) and ahead.cache_sizes()["texts"] < 401 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert ahead.cache_sizes()["texts"] == 401  # every stripped content, and the role
-    plain = TokenCounter("cl100k_base")
+    plain = TokenCounter("cl100k_base", backend="tiktoken")
     stripped = [{**m, "content": m["content"].strip()} for m in messages]
     assert [ahead.count_message(m) for m in stripped] == [plain.count_message(m) for m in stripped]
 
@@ -260,7 +269,7 @@ def test_counting_ahead_stops_when_asked(idle_core):
     import time
 
     messages = [{"role": "user", "content": "word " * 2000 + str(i)} for i in range(3000)]
-    counter = TokenCounter("cl100k_base")
+    counter = TokenCounter("cl100k_base", backend="tiktoken")
     counter.prefetch(messages)
     counter.stop_prefetch()
     time.sleep(0.2)
@@ -278,7 +287,7 @@ def test_a_replay_counting_ahead_records_what_one_counting_in_turn_records(idle_
     config = load_config(None, {"model": {"context_length": 64000}})
     traces = []
     for ahead in (True, False):
-        counter = TokenCounter("cl100k_base")
+        counter = TokenCounter("cl100k_base", backend="tiktoken")
         counter.count_ahead = ahead
         traces.append(replay(session, DropOldest(), config, counter=counter, simulator=make_simulator(config)))
     with_thread, without = traces
@@ -294,7 +303,7 @@ def test_there_is_no_counting_ahead_without_an_idle_core(monkeypatch):
 
     monkeypatch.setattr(counter_module.os, "getloadavg", lambda: (64.0, 64.0, 64.0))
     assert counter_module.spare_core() is False
-    counter = TokenCounter("cl100k_base")
+    counter = TokenCounter("cl100k_base", backend="tiktoken")
     counter.prefetch([{"role": "user", "content": f"text {i}"} for i in range(100)])
     time.sleep(0.1)
     assert counter.cache_sizes()["texts"] == 0
@@ -306,15 +315,15 @@ def test_counting_ahead_stops_once_the_counts_come_from_the_persistent_cache(tmp
     from inspector.tokens.persistent import TokenCache
 
     messages = [{"role": "user", "content": "word " * 50 + str(i)} for i in range(600)]
-    first = TokenCounter("cl100k_base", persistent=TokenCache(tmp_path / "tc.sqlite"))
+    first = TokenCounter("cl100k_base", persistent=TokenCache(tmp_path / "tc.sqlite"), backend="tiktoken")
     for m in messages[:100]:
         first.count_message(m)
     first.flush()
-    warm = TokenCounter("cl100k_base", persistent=TokenCache(tmp_path / "tc.sqlite"))
+    warm = TokenCounter("cl100k_base", persistent=TokenCache(tmp_path / "tc.sqlite"), backend="tiktoken")
     for m in messages[:40]:  # the replay's first counts are hits
         warm.count_message(m)
     warm._prefetch_run(messages, None, threading.Event())  # the thread's body, run here to completion
     assert warm.cache_sizes()["texts"] == 0  # it gave up instead of tokenising the session
-    cold = TokenCounter("cl100k_base", persistent=TokenCache(tmp_path / "other.sqlite"))
+    cold = TokenCounter("cl100k_base", persistent=TokenCache(tmp_path / "other.sqlite"), backend="tiktoken")
     cold._prefetch_run(messages, None, threading.Event())
     assert cold.cache_sizes()["texts"] == 601  # every content, and the role
