@@ -298,6 +298,15 @@ class KeyLists:
         for i in range(len(self._items)):
             yield self[i]
 
+    def stored_delta(self, index: int) -> tuple[int, int, tuple[str, ...]] | None:
+        """``(base, prefix, tail)`` when list ``index`` is stored as the first ``prefix`` keys of list
+        ``base`` followed by ``tail``; None when it is stored whole. What a stream of the lists can
+        send as it is, instead of comparing each list with the ones before it again."""
+        item = self._items[index]
+        if type(item) is tuple:
+            return None
+        return item.base, item.prefix, item.tail  # type: ignore[union-attr]
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (KeyLists, list, tuple)):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other))

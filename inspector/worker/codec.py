@@ -17,7 +17,7 @@ from typing import Any
 
 from inspector.sessions.model import ApiCall, Compaction, Session, Turn, Usage
 from inspector.trace.io import _decode_lists
-from inspector.trace.model import CacheInfo, Event, Fault, Request, Trace
+from inspector.trace.model import CacheInfo, Event, Fault, KeyLists, Request, Trace
 from inspector.trace.prefix import common_prefix_len
 
 # -- sessions ------------------------------------------------------------------------------------
@@ -104,18 +104,29 @@ def _request(index: int, row: list[Any]) -> Request:
                    cache=CacheInfo(**dict(zip(_CACHE_FIELDS, cache))), timestamp=ts, response_key=response)
 
 
-def encode_lists_since(lists: list[tuple[str, ...]], start: int) -> list[list[Any]]:
+def encode_lists_since(lists: KeyLists | list[tuple[str, ...]], start: int) -> list[list[Any]]:
     """The key lists from ``start`` on, in a saved trace's delta format (``[back, 0, n, *keys]``: the
     first ``n`` keys of the list ``back`` places earlier, then these; a longer rest also as
     ``start, length`` runs of that list). A request's list mostly extends one of the last two;
     the receiver already has the lists before ``start``.
 
     Cheaper than a saved trace's search (:func:`inspector.trace.io._encode_lists`, which also tries
-    copied runs further back): this runs inside the replay, after every turn.
+    copied runs further back): this runs inside the replay, after every turn. A list the store keeps
+    as a prefix of an earlier one plus a tail (:meth:`KeyLists.stored_delta`, most of a replay's)
+    goes as that, without rebuilding either list.
     """
     out: list[list[Any]] = []
+    stored = lists.stored_delta if isinstance(lists, KeyLists) else None
     for i in range(start, len(lists)):
+        delta = stored(i) if stored is not None else None
+        if delta is not None:
+            base, prefix, tail = delta
+            out.append([i - base, 0, prefix, *tail])
+            continue
         cur = lists[i]
+        if len(cur) <= _SMALL_TAIL:  # a turn's inputs: sending the keys costs less than finding them
+            out.append([0, *cur])
+            continue
         best_back, best = 0, 0
         for back in (1, 2):
             if back > i:

@@ -33,6 +33,27 @@ def test_lists_that_drop_the_oldest_messages_go_as_runs_of_the_previous_list():
     assert _round_trip(lists, 10) == lists
 
 
+def test_a_list_the_store_keeps_as_a_delta_goes_as_that_delta_without_rebuilding_a_list(monkeypatch):
+    grown = [("sys",) + _keys(*range(n)) for n in range(10, 60, 3)] + [_keys("in")] * 2
+    stored = KeyLists(grown)
+    deltas = {i: stored.stored_delta(i) for i in range(len(grown))}
+    assert sum(d is not None for d in deltas.values()) > len(grown) // 2
+    rebuilt = []
+    real = KeyLists.__getitem__
+    monkeypatch.setattr(KeyLists, "__getitem__", lambda self, i: rebuilt.append(i) or real(self, i))
+    encoded = encode_lists_since(stored, 0)
+    whole = [i for i, d in deltas.items() if d is None]
+    for i, delta in deltas.items():
+        if delta is not None:
+            base, prefix, tail = delta
+            assert encoded[i] == [i - base, 0, prefix, *tail]
+    # Only a list stored whole is read, and the two before it that it may extend.
+    assert set(rebuilt) <= {j for i in whole for j in (i, i - 1, i - 2)}
+    assert encoded[-1] == [0, "kin"]  # a short list goes as its keys
+    monkeypatch.undo()
+    assert _round_trip(grown, 5) == grown
+
+
 def test_a_summary_before_the_recent_messages_and_unrelated_lists_come_back_unchanged():
     lists = [
         _keys(*range(20)),
