@@ -13,7 +13,6 @@ host subscribes and turns records into trace events. API keys never reach a reco
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import hashlib
@@ -376,7 +375,10 @@ def _scrub_reply(response: Any, *secrets: str | None) -> None:
 
 
 async def async_call_llm(task: str | None = None, **kwargs: Any) -> Any:
-    """The async twin: same routing and recording, run off the event loop."""
+    """The async twin: same routing and recording, run off the event loop. (asyncio is imported
+    here: every replay imports this module, and asyncio with ssl was a tenth of a worker's start.)"""
+    import asyncio
+
     ctx = contextvars.copy_context()
     return await asyncio.get_running_loop().run_in_executor(None, lambda: ctx.run(call_llm, task, **kwargs))
 
