@@ -16,7 +16,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QAbstractItemModel, QEvent, QModelIndex, QPersistentModelIndex, QPointF, QRect, Qt
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QPointF,
+    QRect,
+    Qt,
+)
 from PySide6.QtGui import (
     QBrush,
     QFont,
@@ -317,8 +326,15 @@ class PaintedTree(_RelayOut, QTreeView):
     """``QTreeView`` whose model offers ``cells_at(index)`` and ``depth_at(index)``; rows painted from cached texts.
 
     Rows must all be one height (``setUniformRowHeights``): that is how a row's place in the
-    list, and so its alternating colour, is known without asking the view. Branch lines and
-    expand arrows are still drawn by ``QTreeView.drawBranches``.
+    list, and so its alternating colour, is known without asking the view.
+
+    The rows are painted in one Python loop (``_paint_rows``) rather than by ``QTreeView.drawTree``
+    calling ``drawRow`` per row: that path asks the model for each row's parent several times
+    (for its visual rect, whether it is hidden, its selection and its branches) and converts a
+    style option per row, which cost about as much as painting the row's texts. Under Fusion, the
+    app's style, the branch area of a row without children is blank, so only rows with children
+    draw their expand arrow (``drawPrimitive``, as ``drawBranches`` would). Any other style, an
+    animated expansion, or a list shorter than the painted area goes through the stock path.
     """
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -334,7 +350,8 @@ class PaintedTree(_RelayOut, QTreeView):
         self._frame = (*_brushes(self), columns, self.viewport().width(), self._icon_size(),
                        self.verticalScrollBar().value(), per_pixel)
         try:
-            super().paintEvent(event)
+            if not self._paint_rows(event):
+                super().paintEvent(event)
         finally:
             self._frame = None
 
@@ -343,6 +360,83 @@ class PaintedTree(_RelayOut, QTreeView):
         if size.isValid():
             return size.height()
         return self.style().pixelMetric(QStyle.PixelMetric.PM_SmallIconSize, None, self)
+
+    def _paint_rows(self, event: QPaintEvent) -> bool:
+        """Paint the rows under ``event``'s region as ``drawTree`` would; False (nothing painted) when it must."""
+        model = self.model()
+        if (getattr(model, "cells_at", None) is None or self.isAnimated()
+                or self.style().name().lower() != "fusion"):
+            return False
+        # each rect of the region, widened to whole rows, with the first row it shows
+        areas: list[tuple[QModelIndex, int]] = []
+        for rect in event.region():
+            first = self._row_at(rect.top())
+            if first is None or self._row_at(rect.bottom()) is None:
+                return False  # rows end above the area's bottom: the stock path paints what lies below
+            areas.append((first, rect.bottom()))
+        if not areas:
+            return True
+        base, alternate, highlight, pens, columns, width, icon_size, scrolled, per_pixel = self._frame  # type: ignore[misc]
+        selection = self.selectionModel()
+        selected = {(i.row(), i.internalId()) for i in selection.selectedIndexes() if i.column() == 0}
+        alternating = self.alternatingRowColors()
+        step = self.indentation()
+        root = 1 if self.rootIsDecorated() else 0
+        x0 = columns[0][0] if columns else 0
+        cells_at, depth_at, has_children = model.cells_at, model.depth_at, model.hasChildren
+        rows, below, expanded = self._rows, self.indexBelow, self.isExpanded
+        style, arrow = self.style(), QStyle.PrimitiveElement.PE_IndicatorBranch
+        branch, arrow_states = self._branch_option()
+        painted: set[int] = set()
+        painter = QPainter(self.viewport())
+        try:
+            for first, bottom in areas:
+                rect = self.visualRect(first)
+                y, height = rect.y(), max(1, rect.height())
+                index = first
+                while y <= bottom and index.isValid():
+                    if y not in painted:
+                        painted.add(y)
+                        chosen = (index.row(), index.internalId()) in selected
+                        visual = (scrolled + y) // height if per_pixel else scrolled + y // height
+                        alt = alternating and visual % 2 == 1
+                        painter.fillRect(0, y, width, height, highlight if chosen else alternate if alt else base)
+                        indent = step * (depth_at(index) + root)
+                        if indent and has_children(index):
+                            branch.rect = QRect(x0 + indent - step, y, step, height)
+                            branch.state = arrow_states[chosen * 2 + expanded(index)]
+                            style.drawPrimitive(arrow, branch, painter, self)
+                        rows.paint(painter, cells_at(index), columns, y, height, chosen, pens, indent, True, icon_size)
+                    y += height
+                    index = below(index)
+        finally:
+            painter.end()
+        return True
+
+    def _row_at(self, y: int) -> QModelIndex | None:
+        """The column-0 index of the row at viewport height ``y``, or None below the last row."""
+        index = self.indexAt(QPoint(0, y))
+        if not index.isValid():
+            return None
+        return index if index.column() == 0 else index.siblingAtColumn(0)
+
+    def _branch_option(self) -> tuple[QStyleOptionViewItem, list[QStyle.StateFlag]]:
+        """The style option ``drawBranches`` draws a row's expand arrow with, and its state for each
+        (selected, expanded) pair (index ``2 * selected + expanded``): flag arithmetic on Qt enums
+        costs microseconds in Python, so it is done once per paint."""
+        option = QStyleOptionViewItem()
+        self.initViewItemOption(option)
+        flags = QStyle.StateFlag
+        state = flags.State_Item | flags.State_Children
+        if self.isEnabled():
+            state |= flags.State_Enabled
+        if self.hasFocus():
+            state |= flags.State_HasFocus
+        if self.window().isActiveWindow():
+            state |= flags.State_Active
+        states = [state, state | flags.State_Open, state | flags.State_Selected,
+                  state | flags.State_Selected | flags.State_Open]
+        return option, states
 
     def drawRow(self, painter: QPainter, option: QStyleOptionViewItem,  # noqa: N802 - Qt override
                 index: QModelIndex | QPersistentModelIndex) -> None:

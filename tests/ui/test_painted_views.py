@@ -172,3 +172,80 @@ def test_event_tree_rows_sit_where_the_stock_view_puts_them(shown, demo_trace: T
     selected = view.visualRect(view.currentIndex())
     highlight = view.palette().color(view.palette().ColorRole.Highlight)
     assert image.pixelColor(view.viewport().width() - 3, selected.top() + 2) == highlight
+
+
+def _tree_images(view) -> tuple[QImage, QImage, int]:  # noqa: ANN001 - PaintedTree
+    """The viewport as the tree's own row loop paints it, as ``drawTree`` + ``drawRow`` paint it, and
+    how many rows the second way drew (none are drawn that way by the first).
+
+    A text is drawn directly the first time and from its laid-out copy after that, which can
+    differ by a pixel's shade: both are grabbed after a first paint."""
+    view.viewport().grab()
+    calls: list[int] = []
+    original = view.drawRow
+
+    def counted(*args) -> None:  # noqa: ANN002
+        calls.append(1)
+        original(*args)
+
+    view.drawRow = counted
+    own = view.viewport().grab().toImage()
+    assert calls == [], "the rows were painted by the tree's own loop, not row by row from drawTree"
+    view._paint_rows = lambda event: False  # the stock path
+    stock = view.viewport().grab().toImage()
+    del view._paint_rows
+    del view.drawRow
+    return own, stock, len(calls)
+
+
+def test_event_tree_paints_exactly_what_the_stock_row_path_painted(shown, demo_trace: Trace) -> None:  # noqa: ANN001
+    cursor, make = shown
+    panel = make(EventsPanel, demo_trace, 500, 600)
+    view, model = panel.view, panel.model
+    for k in (demo_trace.requests[3].event + 1, demo_trace.requests[20].event, 0):
+        cursor.set(k)
+        QApplication.processEvents()
+        own, stock, drawn = _tree_images(view)
+        assert drawn > 10 and own == stock, f"cursor at {k}"
+    # a selected row with children: its arrow on the highlight
+    turn = model.top_level()[5]
+    cursor.set(turn)
+    QApplication.processEvents()
+    assert model.children_of(model.event_of(view.currentIndex()))
+    own, stock, _ = _tree_images(view)
+    assert own == stock
+    # collapsed turns and a filtered (flat) list
+    view.collapseAll()
+    QApplication.processEvents()
+    own, stock, _ = _tree_images(view)
+    assert own == stock
+    panel.filter_edit.setText("select")
+    panel.apply_filter()
+    QApplication.processEvents()
+    assert model.is_flat
+    own, stock, _ = _tree_images(view)
+    assert own == stock
+
+
+def test_a_list_shorter_than_the_view_and_other_styles_take_the_stock_path(shown, lifecycle_only_trace: Trace) -> None:  # noqa: ANN001
+    cursor, make = shown
+    panel = make(EventsPanel, lifecycle_only_trace, 500, 600)
+    view = panel.view
+    assert view.model().rowCount() * 30 < view.viewport().height()
+    calls: list[int] = []
+    original = view.drawRow
+    view.drawRow = lambda *args: (calls.append(1), original(*args))
+    view.viewport().grab()
+    assert calls, "the empty space below the last row is painted by drawTree"
+    del view.drawRow
+    from PySide6.QtWidgets import QStyleFactory
+
+    style = QStyleFactory.create("Windows")
+    view.setStyle(style)
+    panel.resize(500, 60)  # rows now fill the view
+    QApplication.processEvents()
+    calls.clear()
+    view.drawRow = lambda *args: (calls.append(1), original(*args))
+    view.viewport().grab()
+    assert calls, "branch lines of other styles are drawn by drawBranches"
+    del view.drawRow
