@@ -110,3 +110,24 @@ def test_in_a_window_the_analysis_is_a_background_job_and_a_newer_trace_supersed
         superseded.set()
         LifetimePanel.jobs = None
         jobs.shutdown(5_000)
+
+
+def test_selecting_message_after_message_reuses_the_strip_marks_pictures(shown) -> None:
+    """The strip's scatter keeps a picture per (symbol, size, pen, brush object): marks of one kind
+    share one brush, so moving through messages draws from the pictures already made."""
+    trace = compacted_trace()
+    cursor, make = shown
+    panel = make(LifetimePanel, trace, 1100, 500)
+    cursor.set(trace.requests[-1].event)
+    QApplication.processEvents()
+    messages = len(panel.analysis.lifetimes.messages)
+    kinds = {e.kind for life in panel.analysis.lifetimes.messages for e in life.events}
+    for index in range(messages):
+        panel.select_message(index)
+        QApplication.processEvents()
+    pictures = len(panel.strip_marks.fragmentAtlas)
+    assert messages > 3 and pictures <= len(kinds)
+    for index in range(messages):
+        panel.select_message(index)
+        QApplication.processEvents()
+    assert len(panel.strip_marks.fragmentAtlas) == pictures

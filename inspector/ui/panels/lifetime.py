@@ -19,6 +19,7 @@ from collections import Counter
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -55,6 +56,19 @@ def _lut() -> np.ndarray:
         c = pg.mkColor(colour)
         out[i] = (c.red(), c.green(), c.blue(), 255)
     return out
+
+
+_EVENT_BRUSHES: dict[str, QBrush] = {}
+
+
+def _event_brush(kind: str) -> QBrush:
+    """One brush per kind of lifetime event, kept: the strip's scatter caches each mark's picture by
+    the brush object, so a new brush per mark re-rendered every mark (and grew the cache) on each
+    cursor move that selected another message."""
+    brush = _EVENT_BRUSHES.get(kind)
+    if brush is None:
+        brush = _EVENT_BRUSHES[kind] = pg.mkBrush(EVENT_COLOURS.get(kind, "#000"))
+    return brush
 
 
 def describe_event(e: lt.LifeEvent) -> str:
@@ -321,7 +335,7 @@ class LifetimePanel(Panel):
             x = e.request if e.request is not None else self._request_of_event(e.event)
             if x is None:
                 continue
-            spots.append({"pos": (x, 0.5), "data": describe_event(e), "brush": pg.mkBrush(EVENT_COLOURS.get(e.kind, "#000")),
+            spots.append({"pos": (x, 0.5), "data": describe_event(e), "brush": _event_brush(e.kind),
                           "symbol": "t" if e.kind in (lt.SUMMARISED, lt.DROPPED) else "o"})
             item = QListWidgetItem(describe_event(e))
             item.setData(ROLE_DATA, ("event", e.event))
