@@ -249,3 +249,25 @@ def test_a_list_shorter_than_the_view_and_other_styles_take_the_stock_path(shown
     view.viewport().grab()
     assert calls, "branch lines of other styles are drawn by drawBranches"
     del view.drawRow
+
+
+def test_numbers_are_cut_exactly_as_elided_text_cuts_them(table) -> None:  # noqa: ANN001
+    """Figures are measured from their glyphs' advances when they surely fit; the result must be
+    what QFontMetrics.elidedText gives, at every width, in the plain, bold and italic fonts."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QFontMetrics
+
+    view = table([_row("1", "2")])
+    rows = view._rows
+    numbers = ["0", "7", "42", "1.5", "-3", "+12", "999", "12,345", "1,234,567", "48,213.75", "+1,000,000", "0.0"]
+    for style in ("plain", "bold", "italic"):
+        font = QFont(view.font())
+        font.setBold(style == "bold")
+        font.setItalic(style == "italic")
+        metrics = rows._metrics(font)
+        assert rows._figures[id(metrics)] is not None, f"{style}: figures are measured from their advances"
+        reference = QFontMetrics(font)
+        for text in numbers:
+            for width in range(0, reference.horizontalAdvance(text) + 12):
+                expected = reference.elidedText(text, Qt.TextElideMode.ElideRight, width)
+                assert rows._elided(metrics, text, width) == expected, (style, text, width)
