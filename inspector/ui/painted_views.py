@@ -30,7 +30,6 @@ from PySide6.QtGui import (
     QBrush,
     QFont,
     QFontMetrics,
-    QFontMetricsF,
     QIcon,
     QPainter,
     QPaintEvent,
@@ -40,6 +39,8 @@ from PySide6.QtGui import (
     QStaticText,
 )
 from PySide6.QtWidgets import QAbstractItemView, QStyle, QStyleOptionViewItem, QTableView, QTreeView, QWidget
+
+from inspector.ui.figures import figure_advances, fits_whole
 
 _RIGHT = Qt.AlignmentFlag.AlignRight.value
 _HCENTER = Qt.AlignmentFlag.AlignHCenter.value
@@ -56,27 +57,6 @@ def cell_offsets(columns: int, icons: bool = False) -> dict[int, int]:
     Models serve ``data()`` from the same tuple, so the painted rows and the model agree.
     """
     return {role.value: i * columns for i, role in enumerate(_ROLES[: 6 if icons else 5])}
-
-
-#: the characters of a figure (counts, indices, durations): a text made only of them is measured
-#: from their advances, when the font places them side by side without kerning
-FIGURES = "0123456789.,+-"
-
-
-def _figure_advances(font: QFont) -> dict[str, float] | None:
-    """Each of FIGURES' advance in ``font``, or None when some pair of them is not the sum of its two
-    advances (kerned or joined): then a figure's width cannot be told without laying it out.
-
-    Numbers fill whole columns of the tables and the event list, and fit their column: measuring
-    them from these advances spares an ``elidedText`` call (a text layout) per number painted.
-    """
-    metrics = QFontMetricsF(font)
-    advances = {c: metrics.horizontalAdvance(c) for c in FIGURES}
-    for a in FIGURES:
-        for b in FIGURES:
-            if abs(metrics.horizontalAdvance(a + b) - advances[a] - advances[b]) > 1e-3:
-                return None
-    return advances
 
 
 class RowCellCache:
@@ -143,7 +123,7 @@ class _RowPainter:
         found = self._metric_cache.get(key)
         if found is None:
             found = self._metric_cache[key] = QFontMetrics(font)
-            self._figures[id(found)] = _figure_advances(font)
+            self._figures[id(found)] = figure_advances(font)
         return found
 
     def laid_out(self, text: str, font: QFont | None, width: int) -> tuple[QStaticText, float]:
@@ -171,7 +151,7 @@ class _RowPainter:
         (``width`` over the narrowest glyph's advance): when even that cut does not fit, eliding
         it keeps the same prefix as eliding the whole text would. A short ASCII text that fits even
         in the font's widest glyphs is not measured at all, nor a number that fits with a pixel to
-        spare by its glyphs' advances (``_figure_advances``).
+        spare by its glyphs' advances (:mod:`inspector.ui.figures`).
         """
         elide = Qt.TextElideMode.ElideRight
         key = id(metrics)
@@ -182,10 +162,8 @@ class _RowPainter:
         narrowest, widest = bounds
         if len(text) * widest <= width and text.isascii():  # fits whatever its glyphs (all in this font)
             return text
-        if not text.strip(FIGURES):  # a number: its width is the sum of its glyphs' advances
-            advances = self._figures.get(key)
-            if advances is not None and sum(map(advances.__getitem__, text)) + 1 <= width:
-                return text
+        if fits_whole(text, self._figures.get(key), width):  # a number, measured from its glyphs' advances
+            return text
         limit = width // narrowest + 2
         if len(text) > limit:
             head = text[:limit]
