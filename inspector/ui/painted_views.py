@@ -41,6 +41,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QAbstractItemView, QStyle, QStyleOptionViewItem, QTableView, QTreeView, QWidget
 
 from inspector.ui.figures import figure_advances, fits_whole
+from inspector.ui.scroll_bar import thumb_scroll_bars
 
 _RIGHT = Qt.AlignmentFlag.AlignRight.value
 _HCENTER = Qt.AlignmentFlag.AlignHCenter.value
@@ -274,6 +275,7 @@ class PaintedTable(_RelayOut, QTableView):
         self.setShowGrid(False)
         self.setWordWrap(False)
         self._rows = _RowPainter(self)
+        thumb_scroll_bars(self)
 
     def setModel(self, model: QAbstractItemModel | None) -> None:  # noqa: N802 - Qt override
         """Show ``model``; its column labels go to a model of the header's own.
@@ -350,6 +352,7 @@ class PaintedTree(_RelayOut, QTreeView):
         self.setUniformRowHeights(True)
         self._rows = _RowPainter(self)
         self._frame: tuple[Any, ...] | None = None  # brushes and columns for the paint in progress
+        thumb_scroll_bars(self)
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         header = self.header()
