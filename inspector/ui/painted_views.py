@@ -41,7 +41,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QAbstractItemView, QStyle, QStyleOptionViewItem, QTableView, QTreeView, QWidget
 
 from inspector.ui.figures import figure_advances, fits_whole
-from inspector.ui.scroll_bar import thumb_scroll_bars
+from inspector.ui.scroll_bar import ThumbScrollBar, thumb_scroll_bars
 
 _RIGHT = Qt.AlignmentFlag.AlignRight.value
 _HCENTER = Qt.AlignmentFlag.AlignHCenter.value
@@ -365,6 +365,23 @@ class PaintedTree(_RelayOut, QTreeView):
                 super().paintEvent(event)
         finally:
             self._frame = None
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802 - Qt override
+        """Scroll as QTreeView does, without its repaint of the whole vertical scroll bar.
+
+        On a scroll longer than a page (every random jump) QTreeView repaints all of the bar as well
+        as the rows, though the bar (a ThumbScrollBar) has already asked for its thumb's old and new
+        places, which is all that changed on it.
+        """
+        bar = self.verticalScrollBar()
+        quiet = isinstance(bar, ThumbScrollBar) and bar.updatesEnabled()
+        if quiet:  # the attribute alone, not setUpdatesEnabled, which repaints the bar when it re-enables
+            bar.setAttribute(Qt.WidgetAttribute.WA_UpdatesDisabled, True)
+        try:
+            super().scrollContentsBy(dx, dy)
+        finally:
+            if quiet:
+                bar.setAttribute(Qt.WidgetAttribute.WA_UpdatesDisabled, False)
 
     def _icon_size(self) -> int:
         size = self.iconSize()

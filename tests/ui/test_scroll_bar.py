@@ -62,3 +62,36 @@ def test_a_text_box_gets_one_and_keeps_its_policy(qtbot) -> None:  # noqa: ANN00
     edit.setPlainText("\n".join(f"line {i}" for i in range(100)))
     QApplication.processEvents()
     assert edit.verticalScrollBar().isVisible() and edit.verticalScrollBar().maximum() > 0
+
+
+def test_a_jump_in_the_event_list_repaints_only_the_thumb_of_its_scroll_bar(shown) -> None:  # noqa: ANN001
+    """QTreeView repaints its whole scroll bar on a scroll longer than a page; the event list's
+    tree leaves that to the bar, which repaints the thumb's old and new places only."""
+    from inspector.ui.panels.events import EventsPanel
+    from inspector.ui.synthetic import build_trace
+
+    trace = build_trace(1500, seed=4)  # a long list: a short thumb
+    cursor, make = shown
+    panel = make(EventsPanel, trace, 500, 600)
+    bar = panel.view.verticalScrollBar()
+    assert isinstance(bar, ThumbScrollBar)
+    cursor.set(1)  # the bar is on screen and painted once
+    QApplication.processEvents()
+    paints = _PaintedArea(bar)
+    QApplication.instance().installEventFilter(paints)
+    try:
+        for k in (len(trace) - 1, 5, len(trace) // 2):
+            before = bar.value()
+            cursor.set(k)
+            paints.on = True
+            QApplication.processEvents()
+            paints.on = False
+            assert bar.value() != before, "the list scrolled"
+            window = panel.window()
+            on_screen = window.screen().grabWindow(window.winId()).toImage().copy(
+                bar.geometry().translated(bar.parentWidget().mapTo(window, bar.geometry().topLeft()) - bar.geometry().topLeft()))
+            assert on_screen == bar.grab().toImage(), f"after the jump to {k}"
+    finally:
+        QApplication.instance().removeEventFilter(paints)
+    whole = bar.width() * bar.height()
+    assert paints.areas and max(paints.areas) < whole / 2
