@@ -6,12 +6,12 @@ drawn. Asking ``QFontMetrics.elidedText`` whether one fits lays it out (shapes i
 before it is drawn. When a font places every pair of figure characters side by side without
 kerning or joining them (checked once per font), a figure's width is the sum of its characters'
 advances, and one that fits with a pixel to spare is drawn as it is; anything else is measured
-the usual way.
+the usual way. A right-aligned figure's width comes from the same sum (``rounded_width``).
 """
 
 from __future__ import annotations
 
-from PySide6.QtGui import QFont, QFontMetricsF
+from PySide6.QtGui import QFont, QFontMetrics, QFontMetricsF
 
 #: the characters of a figure
 FIGURES = "0123456789.,+-"
@@ -25,18 +25,25 @@ def figure_advances(font: QFont) -> dict[str, float] | None:
     key = font.key()
     if key in _ADVANCES:
         return _ADVANCES[key]
-    metrics = QFontMetricsF(font)
+    metrics, whole = QFontMetricsF(font), QFontMetrics(font)
     advances: dict[str, float] | None = {c: metrics.horizontalAdvance(c) for c in FIGURES}
     assert advances is not None
     for a in FIGURES:
         for b in FIGURES:
-            if abs(metrics.horizontalAdvance(a + b) - advances[a] - advances[b]) > 1e-3:
+            pair = advances[a] + advances[b]
+            if abs(metrics.horizontalAdvance(a + b) - pair) > 1e-3 or whole.horizontalAdvance(a + b) != int(pair + 0.5):
                 advances = None
                 break
         if advances is None:
             break
     _ADVANCES[key] = advances
     return advances
+
+
+def rounded_width(text: str, advances: dict[str, float]) -> int:
+    """The width ``QFontMetrics.horizontalAdvance`` gives a figure (its advances' sum, rounded as Qt
+    rounds: half up), without laying it out; ``text`` must be made of FIGURES."""
+    return int(sum(map(advances.__getitem__, text)) + 0.5)
 
 
 def fits_whole(text: str, advances: dict[str, float] | None, width: float) -> bool:

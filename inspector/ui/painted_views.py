@@ -40,7 +40,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QAbstractItemView, QStyle, QStyleOptionViewItem, QTableView, QTreeView, QWidget
 
-from inspector.ui.figures import figure_advances, fits_whole
+from inspector.ui.figures import FIGURES, figure_advances, fits_whole, rounded_width
 from inspector.ui.scroll_bar import ThumbScrollBar, thumb_scroll_bars
 
 _RIGHT = Qt.AlignmentFlag.AlignRight.value
@@ -229,7 +229,12 @@ class _RowPainter:
             painter.setPen(highlighted_pen if selected else text_pen if fg is None else fg.color())
             align = cells[3 * n + c] or 0
             if once is not None:
-                advance = metrics.horizontalAdvance(once) if align & (_RIGHT | _HCENTER) else 0.0
+                if not align & (_RIGHT | _HCENTER):
+                    advance = 0.0
+                else:  # a figure's width from its advances (right-aligned numbers fill whole columns)
+                    figures = self._figures.get(id(metrics))
+                    advance = (rounded_width(once, figures) if figures is not None and not once.strip(FIGURES)
+                               else metrics.horizontalAdvance(once))
             else:
                 assert found is not None
                 advance = found[1]
