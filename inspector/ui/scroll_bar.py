@@ -13,7 +13,7 @@ any other style every change repaints the whole bar, as before.
 from __future__ import annotations
 
 from PySide6.QtCore import QRect, Qt
-from PySide6.QtGui import QPaintEvent, QRegion
+from PySide6.QtGui import QPaintEvent
 from PySide6.QtWidgets import (
     QAbstractScrollArea,
     QAbstractSlider,
@@ -43,16 +43,16 @@ class ThumbScrollBar(QScrollBar):
 
     def sliderChange(self, change: QAbstractSlider.SliderChange) -> None:  # noqa: N802 - Qt override
         drawn = self._drawn
-        if (drawn is None or change == QAbstractSlider.SliderChange.SliderOrientationChange
-                or self.style().name().lower() != "fusion"):
+        if drawn is None or change == QAbstractSlider.SliderChange.SliderOrientationChange:
             super().sliderChange(change)
             return
-        grow = (-OUTLINE, -OUTLINE, OUTLINE, OUTLINE)
-        self.update(QRegion(drawn.adjusted(*grow)) + QRegion(self.thumb_rect().adjusted(*grow)))
+        self.update(drawn.adjusted(-OUTLINE, -OUTLINE, OUTLINE, OUTLINE))
+        self.update(self.thumb_rect().adjusted(-OUTLINE, -OUTLINE, OUTLINE, OUTLINE))
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         super().paintEvent(event)
-        self._drawn = self.thumb_rect()
+        # None under another style: then every change repaints the whole bar
+        self._drawn = self.thumb_rect() if self.style().name().lower() == "fusion" else None
 
 
 def thumb_scroll_bars(area: QAbstractScrollArea) -> None:

@@ -95,3 +95,25 @@ def test_a_jump_in_the_event_list_repaints_only_the_thumb_of_its_scroll_bar(show
         QApplication.instance().removeEventFilter(paints)
     whole = bar.width() * bar.height()
     assert paints.areas and max(paints.areas) < whole / 2
+
+
+def test_under_another_style_every_change_repaints_the_whole_bar(qtbot) -> None:  # noqa: ANN001
+    from PySide6.QtWidgets import QStyleFactory
+
+    bar = ThumbScrollBar(Qt.Orientation.Vertical)
+    qtbot.addWidget(bar)
+    style = QStyleFactory.create("Windows")
+    bar.setStyle(style)
+    bar.resize(14, 400)
+    bar.setRange(0, 100)
+    bar.show()
+    QApplication.processEvents()
+    paints = _PaintedArea(bar)
+    QApplication.instance().installEventFilter(paints)
+    try:
+        paints.on = True
+        bar.setValue(60)
+        QApplication.processEvents()
+    finally:
+        QApplication.instance().removeEventFilter(paints)
+    assert paints.areas == [bar.width() * bar.height()]
