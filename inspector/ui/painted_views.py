@@ -261,6 +261,24 @@ def _brushes(view: QWidget) -> tuple[QBrush, QBrush, QBrush, tuple[Any, Any]]:
             (palette.color(group, QPalette.ColorRole.Text), palette.color(group, QPalette.ColorRole.HighlightedText)))
 
 
+def _paint_own_background(view: QAbstractItemView) -> None:
+    """The view's viewport stops filling its background before each paint: its rows cover it.
+
+    Qt fills the repainted area with the viewport's background and the rows then fill it again
+    (each row its base, alternate or highlight colour): in the event list that is the whole
+    viewport twice per random jump. The paint events fill what no row covers themselves
+    (``_fill_background``), with the brush Qt would have used.
+    """
+    viewport = view.viewport()
+    viewport.setAutoFillBackground(False)
+    viewport.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
+
+
+def _fill_background(painter: QPainter, viewport: QWidget, rect: QRect) -> None:
+    """Fill ``rect`` of ``viewport`` as its background fill would have (its palette, its role)."""
+    painter.fillRect(rect, viewport.palette().brush(viewport.backgroundRole()))
+
+
 class _RelayOut:
     """Drops the laid-out texts when the view's font or style changes (they were laid out for the old)."""
 
@@ -281,6 +299,7 @@ class PaintedTable(_RelayOut, QTableView):
         self.setWordWrap(False)
         self._rows = _RowPainter(self)
         thumb_scroll_bars(self)
+        _paint_own_background(self)
 
     def setModel(self, model: QAbstractItemModel | None) -> None:  # noqa: N802 - Qt override
         """Show ``model``; its column labels go to a model of the header's own.
@@ -309,13 +328,20 @@ class PaintedTable(_RelayOut, QTableView):
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         model = self.model()
         row_cells = getattr(model, "row_cells", None)
+        area = event.rect()
+        viewport = self.viewport()
         if row_cells is None:
+            painter = QPainter(viewport)
+            _fill_background(painter, viewport, area)
+            painter.end()
             super().paintEvent(event)
             return
-        area = event.rect()
         first = self.rowAt(area.top())
-        rows = model.rowCount()
+        rows = model.rowCount() if model is not None else 0
         if rows == 0 or first < 0:
+            painter = QPainter(viewport)
+            _fill_background(painter, viewport, area)
+            painter.end()
             return
         last = self.rowAt(area.bottom())
         last = rows - 1 if last < 0 else last
@@ -326,14 +352,17 @@ class PaintedTable(_RelayOut, QTableView):
             alternate = base
         selection = self.selectionModel()
         selected = {i.row() for i in selection.selectedIndexes()} if selection is not None else set()
-        viewport = self.viewport()
         width = viewport.width()
         painter = QPainter(viewport)
+        end = area.top()
         for row in range(first, last + 1):
             y, height = self.rowViewportPosition(row), self.rowHeight(row)
             chosen = row in selected
             painter.fillRect(0, y, width, height, highlight if chosen else alternate if row % 2 else base)
             self._rows.paint(painter, row_cells(row), columns, y, height, chosen, pens)
+            end = y + height
+        if end <= area.bottom():  # below the last row
+            _fill_background(painter, viewport, QRect(area.left(), end, area.width(), area.bottom() + 1 - end))
         painter.end()
 
 
@@ -358,6 +387,7 @@ class PaintedTree(_RelayOut, QTreeView):
         self._rows = _RowPainter(self)
         self._frame: tuple[Any, ...] | None = None  # brushes and columns for the paint in progress
         thumb_scroll_bars(self)
+        _paint_own_background(self)
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         header = self.header()
@@ -367,6 +397,10 @@ class PaintedTree(_RelayOut, QTreeView):
                        self.verticalScrollBar().value(), per_pixel)
         try:
             if not self._paint_rows(event):
+                viewport = self.viewport()
+                painter = QPainter(viewport)
+                _fill_background(painter, viewport, event.rect())  # what the stock rows leave
+                painter.end()
                 super().paintEvent(event)
         finally:
             self._frame = None

@@ -271,3 +271,35 @@ def test_numbers_are_cut_exactly_as_elided_text_cuts_them(table) -> None:  # noq
             for width in range(0, reference.horizontalAdvance(text) + 12):
                 expected = reference.elidedText(text, Qt.TextElideMode.ElideRight, width)
                 assert rows._elided(metrics, text, width) == expected, (style, text, width)
+
+
+def test_what_no_row_covers_is_background_on_screen(table, shown, lifecycle_only_trace: Trace, demo_trace: Trace) -> None:  # noqa: ANN001
+    """The views fill their viewport's background themselves (only where no row does): after
+    rows go away, the screen shows the background there, as a full repaint draws it."""
+    from PySide6.QtGui import QColor as Colour
+
+    def on_screen(widget) -> QImage:  # noqa: ANN001
+        window = widget.window()
+        origin = widget.mapTo(window, widget.rect().topLeft())
+        return window.screen().grabWindow(window.winId()).toImage().copy(
+            widget.rect().translated(origin))
+
+    view = table([_row(f"row {i}", "x") for i in range(9)])
+    model = view.model()
+    model.beginResetModel()
+    model.rows = model.rows[:2]
+    model.endResetModel()
+    QApplication.processEvents()
+    viewport = view.viewport()
+    shown_now = on_screen(viewport)
+    assert shown_now == viewport.grab().toImage()
+    below = view.rowViewportPosition(1) + view.rowHeight(1) + 5
+    assert shown_now.pixelColor(100, below) == viewport.palette().color(viewport.backgroundRole())
+    assert shown_now.pixelColor(100, below) != Colour("#000000")
+
+    cursor, make = shown
+    panel = make(EventsPanel, demo_trace, 500, 600)  # a long list: rows cover the list
+    cursor.set_trace(lifecycle_only_trace)  # a short one: the stock rows and the background below
+    QApplication.processEvents()
+    tree_viewport = panel.view.viewport()
+    assert on_screen(tree_viewport) == tree_viewport.grab().toImage()
