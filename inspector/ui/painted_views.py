@@ -215,15 +215,16 @@ class _RowPainter:
             key = (text, 0 if font is None else id(font), room)
             found = self._texts.get(key)
             once = None
+            chosen_font, line_height = self._font(font)
             if found is None and key not in self._once:  # first time: cut it and draw it directly
-                metrics = self._metrics(self._font(font)[0])
+                metrics = self._metrics(chosen_font)
                 once = self._once[key] = self._elided(metrics, text, max(room, 0))
                 if len(self._once) >= self.LIMIT:
                     self._once.clear()
             elif found is None:
                 found = self.laid_out(text, font, room)  # painted again: worth laying out
             if font is not current:
-                painter.setFont(self._font(font)[0])
+                painter.setFont(chosen_font)
                 current = font
             fg = cells[2 * n + c]
             painter.setPen(highlighted_pen if selected else text_pen if fg is None else fg.color())
@@ -244,7 +245,7 @@ class _RowPainter:
                 tx = left + (room - advance) / 2
             else:
                 tx = left
-            top = y + (height - self._font(font)[1]) / 2
+            top = y + (height - line_height) / 2
             if once is not None:
                 painter.drawText(QPointF(tx, top + metrics.ascent()), once)
             else:
