@@ -38,7 +38,6 @@ from inspector.ui.cursor import Cursor
 from inspector.ui.derive import event_lists, message_preview
 from inspector.ui.painted_views import PaintedTable, RowCellCache, cell_offsets
 from inspector.ui.panels.base import Panel
-from inspector.ui.scroll_bar import thumb_scroll_bars
 
 EMPTY_LIST = -1  # stands for "no messages" (before the first request); never a real list id
 FOLD_KEEP = 2  # unchanged rows shown on each side of a fold
@@ -283,8 +282,6 @@ class DiffPanel(CompareAware, Panel):
             edit.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
             edit.setPlaceholderText(f"Select a row to see the message {name}")
         for area in (self.table, self.before_text, self.after_text):
-            if area is not self.table:  # the table's own (PaintedTable) repaints only its thumb already
-                thumb_scroll_bars(area)
             # opaque: a range change then repaints the scroll bar only, not the dock beneath it
             area.verticalScrollBar().setAutoFillBackground(True)
         detail = QSplitter(Qt.Orientation.Horizontal)

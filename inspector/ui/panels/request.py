@@ -34,7 +34,6 @@ from inspector.ui.derive import message_preview, message_text
 from inspector.ui.geometry import GeometryFirewall
 from inspector.ui.painted_views import PaintedTable, RowCellCache, cell_offsets
 from inspector.ui.panels.base import Panel
-from inspector.ui.scroll_bar import thumb_scroll_bars
 
 RAW_JSON_LIMIT = 2_000_000  # characters; beyond this the raw view is truncated (and says so)
 _ROLE_COLOURS = {"system": "#6d4c41", "user": "#1565c0", "assistant": "#2e7d32", "tool": "#ef6c00"}
@@ -183,7 +182,6 @@ class RequestPanel(Panel):
         self.message_text = QPlainTextEdit()
         self.message_text.setReadOnly(True)
         self.message_text.setPlaceholderText("Select a message to read it in full")
-        thumb_scroll_bars(self.message_text)  # a new message repaints the scroll bar's thumb, not all of it
         for area in (self.table, self.message_text):
             # opaque: a range change then repaints the scroll bar only, not the dock beneath it
             area.verticalScrollBar().setAutoFillBackground(True)
