@@ -36,10 +36,19 @@ class Analysis:
     # (event, retention) per compaction, counted once: the window asks at every cursor step (the probes
     # change only the end's facts, so these stay true)
     _points: list[tuple[int, float]] | None = field(default=None, init=False, repr=False, compare=False)
+    # the run's retention, a count over every fact at the end, kept for the same reason; a probe that
+    # changes a fact's status says so (facts_changed)
+    _run: float | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def run_retention(self) -> float:
-        return self.retention.retention
+        if self._run is None:
+            self._run = self.retention.retention
+        return self._run
+
+    def facts_changed(self) -> None:
+        """The status of some fact at the end changed (a retrieval probe recovered it): count again."""
+        self._run = None
 
     def compaction_points(self) -> list[tuple[int, float]]:
         """(event, retention) of every compaction that has an event, in order."""

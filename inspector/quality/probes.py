@@ -123,6 +123,7 @@ def probe_retrieval_tools(trace: Trace, engine: Any, *, timeout: float | None = 
                 status.status, status.via = RECOVERABLE, tool
                 report["recoverable"] += 1
                 break
+    analysis.facts_changed()
     if len(lost) < sum(1 for f in analysis.retention.end.facts if f.status == LOST):
         report["note"] = f"only the first {MAX_TOOL_PROBES:,} lost facts were looked up"
     analysis.probes["tools"] = report

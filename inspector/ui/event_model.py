@@ -314,7 +314,12 @@ class EventTreeModel(QAbstractItemModel):
         return len(self._children[_ROOT])
 
     def hasChildren(self, parent: AnyIndex = QModelIndex()) -> bool:  # noqa: B008
-        return self.rowCount(parent) > 0
+        # asked for every painted row: one dict lookup (only nodes with children have a list)
+        if not parent.isValid():
+            return self.rowCount() > 0
+        if self._flat is not None or parent.column() != 0:
+            return False
+        return parent.internalId() in self._children
 
     def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
         return len(COLUMNS)

@@ -16,7 +16,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QAbstractItemModel, QEvent, QModelIndex, QPersistentModelIndex, QPointF, QRect, Qt
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QPointF,
+    QRect,
+    Qt,
+)
 from PySide6.QtGui import (
     QBrush,
     QFont,
@@ -30,6 +39,9 @@ from PySide6.QtGui import (
     QStaticText,
 )
 from PySide6.QtWidgets import QAbstractItemView, QStyle, QStyleOptionViewItem, QTableView, QTreeView, QWidget
+
+from inspector.ui.figures import FIGURES, figure_advances, fits_whole, rounded_width
+from inspector.ui.scroll_bar import ThumbScrollBar, thumb_scroll_bars
 
 _RIGHT = Qt.AlignmentFlag.AlignRight.value
 _HCENTER = Qt.AlignmentFlag.AlignHCenter.value
@@ -82,6 +94,7 @@ class _RowPainter:
         self._fonts: dict[int, tuple[QFont, int]] = {}  # id → (font kept alive, line height)
         self._metric_cache: dict[int, QFontMetrics] = {}  # id of a font in _fonts → its metrics
         self._narrowest: dict[int, tuple[int, int]] = {}  # id of metrics → its narrowest and widest glyph advance
+        self._figures: dict[int, dict[str, float] | None] = {}  # id of metrics in _metric_cache → FIGURES' advances
         self._pixmaps: dict[tuple[int, int, bool], QPixmap] = {}
         self.margin = 0
         self.forget()
@@ -94,6 +107,7 @@ class _RowPainter:
         self._pixmaps.clear()
         self._metric_cache.clear()
         self._narrowest.clear()
+        self._figures.clear()
         view = self.view
         self.margin = view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1
 
@@ -110,6 +124,7 @@ class _RowPainter:
         found = self._metric_cache.get(key)
         if found is None:
             found = self._metric_cache[key] = QFontMetrics(font)
+            self._figures[id(found)] = figure_advances(font)
         return found
 
     def laid_out(self, text: str, font: QFont | None, width: int) -> tuple[QStaticText, float]:
@@ -136,7 +151,8 @@ class _RowPainter:
         cost grows with the text's length, so a long text is first cut to what could ever show
         (``width`` over the narrowest glyph's advance): when even that cut does not fit, eliding
         it keeps the same prefix as eliding the whole text would. A short ASCII text that fits even
-        in the font's widest glyphs is not measured at all.
+        in the font's widest glyphs is not measured at all, nor a number that fits with a pixel to
+        spare by its glyphs' advances (:mod:`inspector.ui.figures`).
         """
         elide = Qt.TextElideMode.ElideRight
         key = id(metrics)
@@ -146,6 +162,8 @@ class _RowPainter:
             bounds = self._narrowest[key] = (narrowest, metrics.maxWidth())
         narrowest, widest = bounds
         if len(text) * widest <= width and text.isascii():  # fits whatever its glyphs (all in this font)
+            return text
+        if fits_whole(text, self._figures.get(key), width):  # a number, measured from its glyphs' advances
             return text
         limit = width // narrowest + 2
         if len(text) > limit:
@@ -197,21 +215,27 @@ class _RowPainter:
             key = (text, 0 if font is None else id(font), room)
             found = self._texts.get(key)
             once = None
+            chosen_font, line_height = self._font(font)
             if found is None and key not in self._once:  # first time: cut it and draw it directly
-                metrics = self._metrics(self._font(font)[0])
+                metrics = self._metrics(chosen_font)
                 once = self._once[key] = self._elided(metrics, text, max(room, 0))
                 if len(self._once) >= self.LIMIT:
                     self._once.clear()
             elif found is None:
                 found = self.laid_out(text, font, room)  # painted again: worth laying out
             if font is not current:
-                painter.setFont(self._font(font)[0])
+                painter.setFont(chosen_font)
                 current = font
             fg = cells[2 * n + c]
             painter.setPen(highlighted_pen if selected else text_pen if fg is None else fg.color())
             align = cells[3 * n + c] or 0
             if once is not None:
-                advance = metrics.horizontalAdvance(once) if align & (_RIGHT | _HCENTER) else 0.0
+                if not align & (_RIGHT | _HCENTER):
+                    advance = 0.0
+                else:  # a figure's width from its advances (right-aligned numbers fill whole columns)
+                    figures = self._figures.get(id(metrics))
+                    advance = (rounded_width(once, figures) if figures is not None and not once.strip(FIGURES)
+                               else metrics.horizontalAdvance(once))
             else:
                 assert found is not None
                 advance = found[1]
@@ -221,7 +245,7 @@ class _RowPainter:
                 tx = left + (room - advance) / 2
             else:
                 tx = left
-            top = y + (height - self._font(font)[1]) / 2
+            top = y + (height - line_height) / 2
             if once is not None:
                 painter.drawText(QPointF(tx, top + metrics.ascent()), once)
             else:
@@ -236,6 +260,24 @@ def _brushes(view: QWidget) -> tuple[QBrush, QBrush, QBrush, tuple[Any, Any]]:
     alternate = palette.brush(group, QPalette.ColorRole.AlternateBase)
     return (base, alternate, palette.brush(group, QPalette.ColorRole.Highlight),
             (palette.color(group, QPalette.ColorRole.Text), palette.color(group, QPalette.ColorRole.HighlightedText)))
+
+
+def _paint_own_background(view: QAbstractItemView) -> None:
+    """The view's viewport stops filling its background before each paint: its rows cover it.
+
+    Qt fills the repainted area with the viewport's background and the rows then fill it again
+    (each row its base, alternate or highlight colour): in the event list that is the whole
+    viewport twice per random jump. The paint events fill what no row covers themselves
+    (``_fill_background``), with the brush Qt would have used.
+    """
+    viewport = view.viewport()
+    viewport.setAutoFillBackground(False)
+    viewport.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
+
+
+def _fill_background(painter: QPainter, viewport: QWidget, rect: QRect) -> None:
+    """Fill ``rect`` of ``viewport`` as its background fill would have (its palette, its role)."""
+    painter.fillRect(rect, viewport.palette().brush(viewport.backgroundRole()))
 
 
 class _RelayOut:
@@ -257,6 +299,8 @@ class PaintedTable(_RelayOut, QTableView):
         self.setShowGrid(False)
         self.setWordWrap(False)
         self._rows = _RowPainter(self)
+        thumb_scroll_bars(self)
+        _paint_own_background(self)
 
     def setModel(self, model: QAbstractItemModel | None) -> None:  # noqa: N802 - Qt override
         """Show ``model``; its column labels go to a model of the header's own.
@@ -285,13 +329,20 @@ class PaintedTable(_RelayOut, QTableView):
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         model = self.model()
         row_cells = getattr(model, "row_cells", None)
+        area = event.rect()
+        viewport = self.viewport()
         if row_cells is None:
+            painter = QPainter(viewport)
+            _fill_background(painter, viewport, area)
+            painter.end()
             super().paintEvent(event)
             return
-        area = event.rect()
         first = self.rowAt(area.top())
-        rows = model.rowCount()
+        rows = model.rowCount() if model is not None else 0
         if rows == 0 or first < 0:
+            painter = QPainter(viewport)
+            _fill_background(painter, viewport, area)
+            painter.end()
             return
         last = self.rowAt(area.bottom())
         last = rows - 1 if last < 0 else last
@@ -302,14 +353,17 @@ class PaintedTable(_RelayOut, QTableView):
             alternate = base
         selection = self.selectionModel()
         selected = {i.row() for i in selection.selectedIndexes()} if selection is not None else set()
-        viewport = self.viewport()
         width = viewport.width()
         painter = QPainter(viewport)
+        end = area.top()
         for row in range(first, last + 1):
             y, height = self.rowViewportPosition(row), self.rowHeight(row)
             chosen = row in selected
             painter.fillRect(0, y, width, height, highlight if chosen else alternate if row % 2 else base)
             self._rows.paint(painter, row_cells(row), columns, y, height, chosen, pens)
+            end = y + height
+        if end <= area.bottom():  # below the last row
+            _fill_background(painter, viewport, QRect(area.left(), end, area.width(), area.bottom() + 1 - end))
         painter.end()
 
 
@@ -317,8 +371,15 @@ class PaintedTree(_RelayOut, QTreeView):
     """``QTreeView`` whose model offers ``cells_at(index)`` and ``depth_at(index)``; rows painted from cached texts.
 
     Rows must all be one height (``setUniformRowHeights``): that is how a row's place in the
-    list, and so its alternating colour, is known without asking the view. Branch lines and
-    expand arrows are still drawn by ``QTreeView.drawBranches``.
+    list, and so its alternating colour, is known without asking the view.
+
+    The rows are painted in one Python loop (``_paint_rows``) rather than by ``QTreeView.drawTree``
+    calling ``drawRow`` per row: that path asks the model for each row's parent several times
+    (for its visual rect, whether it is hidden, its selection and its branches) and converts a
+    style option per row, which cost about as much as painting the row's texts. Under Fusion, the
+    app's style, the branch area of a row without children is blank, so only rows with children
+    draw their expand arrow (``drawPrimitive``, as ``drawBranches`` would). Any other style, an
+    animated expansion, or a list shorter than the painted area goes through the stock path.
     """
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -326,6 +387,8 @@ class PaintedTree(_RelayOut, QTreeView):
         self.setUniformRowHeights(True)
         self._rows = _RowPainter(self)
         self._frame: tuple[Any, ...] | None = None  # brushes and columns for the paint in progress
+        thumb_scroll_bars(self)
+        _paint_own_background(self)
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         header = self.header()
@@ -334,15 +397,114 @@ class PaintedTree(_RelayOut, QTreeView):
         self._frame = (*_brushes(self), columns, self.viewport().width(), self._icon_size(),
                        self.verticalScrollBar().value(), per_pixel)
         try:
-            super().paintEvent(event)
+            if not self._paint_rows(event):
+                viewport = self.viewport()
+                painter = QPainter(viewport)
+                _fill_background(painter, viewport, event.rect())  # what the stock rows leave
+                painter.end()
+                super().paintEvent(event)
         finally:
             self._frame = None
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802 - Qt override
+        """Scroll as QTreeView does, without its repaint of the whole vertical scroll bar.
+
+        On a scroll longer than a page (every random jump) QTreeView repaints all of the bar as well
+        as the rows, though the bar (a ThumbScrollBar) has already asked for its thumb's old and new
+        places, which is all that changed on it.
+        """
+        bar = self.verticalScrollBar()
+        quiet = isinstance(bar, ThumbScrollBar) and bar.updatesEnabled()
+        if quiet:  # the attribute alone, not setUpdatesEnabled, which repaints the bar when it re-enables
+            bar.setAttribute(Qt.WidgetAttribute.WA_UpdatesDisabled, True)
+        try:
+            super().scrollContentsBy(dx, dy)
+        finally:
+            if quiet:
+                bar.setAttribute(Qt.WidgetAttribute.WA_UpdatesDisabled, False)
 
     def _icon_size(self) -> int:
         size = self.iconSize()
         if size.isValid():
             return size.height()
         return self.style().pixelMetric(QStyle.PixelMetric.PM_SmallIconSize, None, self)
+
+    def _paint_rows(self, event: QPaintEvent) -> bool:
+        """Paint the rows under ``event``'s region as ``drawTree`` would; False (nothing painted) when it must."""
+        model = self.model()
+        if (getattr(model, "cells_at", None) is None or self.isAnimated()
+                or self.style().name().lower() != "fusion"):
+            return False
+        # each rect of the region, widened to whole rows, with the first row it shows
+        areas: list[tuple[QModelIndex, int]] = []
+        for rect in event.region():
+            first = self._row_at(rect.top())
+            if first is None or self._row_at(rect.bottom()) is None:
+                return False  # rows end above the area's bottom: the stock path paints what lies below
+            areas.append((first, rect.bottom()))
+        if not areas:
+            return True
+        base, alternate, highlight, pens, columns, width, icon_size, scrolled, per_pixel = self._frame  # type: ignore[misc]
+        selection = self.selectionModel()
+        selected = {(i.row(), i.internalId()) for i in selection.selectedIndexes() if i.column() == 0}
+        alternating = self.alternatingRowColors()
+        step = self.indentation()
+        root = 1 if self.rootIsDecorated() else 0
+        x0 = columns[0][0] if columns else 0
+        cells_at, depth_at, has_children = model.cells_at, model.depth_at, model.hasChildren
+        rows, below, expanded = self._rows, self.indexBelow, self.isExpanded
+        style, arrow = self.style(), QStyle.PrimitiveElement.PE_IndicatorBranch
+        branch, arrow_states = self._branch_option()
+        painted: set[int] = set()
+        painter = QPainter(self.viewport())
+        try:
+            for first, bottom in areas:
+                rect = self.visualRect(first)
+                y, height = rect.y(), max(1, rect.height())
+                index = first
+                while y <= bottom and index.isValid():
+                    if y not in painted:
+                        painted.add(y)
+                        chosen = (index.row(), index.internalId()) in selected
+                        visual = (scrolled + y) // height if per_pixel else scrolled + y // height
+                        alt = alternating and visual % 2 == 1
+                        painter.fillRect(0, y, width, height, highlight if chosen else alternate if alt else base)
+                        indent = step * (depth_at(index) + root)
+                        if indent and has_children(index):
+                            branch.rect = QRect(x0 + indent - step, y, step, height)
+                            branch.state = arrow_states[chosen * 2 + expanded(index)]
+                            style.drawPrimitive(arrow, branch, painter, self)
+                        rows.paint(painter, cells_at(index), columns, y, height, chosen, pens, indent, True, icon_size)
+                    y += height
+                    index = below(index)
+        finally:
+            painter.end()
+        return True
+
+    def _row_at(self, y: int) -> QModelIndex | None:
+        """The column-0 index of the row at viewport height ``y``, or None below the last row."""
+        index = self.indexAt(QPoint(0, y))
+        if not index.isValid():
+            return None
+        return index if index.column() == 0 else index.siblingAtColumn(0)
+
+    def _branch_option(self) -> tuple[QStyleOptionViewItem, list[QStyle.StateFlag]]:
+        """The style option ``drawBranches`` draws a row's expand arrow with, and its state for each
+        (selected, expanded) pair (index ``2 * selected + expanded``): flag arithmetic on Qt enums
+        costs microseconds in Python, so it is done once per paint."""
+        option = QStyleOptionViewItem()
+        self.initViewItemOption(option)
+        flags = QStyle.StateFlag
+        state = flags.State_Item | flags.State_Children
+        if self.isEnabled():
+            state |= flags.State_Enabled
+        if self.hasFocus():
+            state |= flags.State_HasFocus
+        if self.window().isActiveWindow():
+            state |= flags.State_Active
+        states = [state, state | flags.State_Open, state | flags.State_Selected,
+                  state | flags.State_Selected | flags.State_Open]
+        return option, states
 
     def drawRow(self, painter: QPainter, option: QStyleOptionViewItem,  # noqa: N802 - Qt override
                 index: QModelIndex | QPersistentModelIndex) -> None:

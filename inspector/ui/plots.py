@@ -409,6 +409,40 @@ def remove_items(plot: pg.PlotItem, items: list, legend: pg.LegendItem | None = 
     items.clear()
 
 
+class Scatter(pg.ScatterPlotItem):
+    """A ``pg.ScatterPlotItem`` whose bounding rect is worked out once per change, not per repaint.
+
+    Qt asks every item under a repainted area for its bounding rect, and each cursor move repaints
+    two strips of every plot (where the cursor line was, where it is). pyqtgraph's scatter works
+    its rect out afresh each time: its data bounds plus its largest symbol's size in pixels, from
+    the view's transform (about 40 us a call, nine calls a random jump). The rect is kept until
+    the geometry changes: pyqtgraph calls ``prepareGeometryChange`` when the data changes and
+    ``viewTransformChanged`` when the view's transform does, and the data bounds and the largest
+    symbol (which pyqtgraph can reset without either) are part of the kept rect's key.
+    """
+
+    _kept: tuple[tuple[object, object, float], QRectF] | None = None
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+        kept = self._kept
+        x_bounds, y_bounds = self.bounds
+        if kept is not None and x_bounds is not None and y_bounds is not None \
+                and kept[0] == (x_bounds, y_bounds, self._maxSpotPxWidth):
+            return QRectF(kept[1])
+        rect = super().boundingRect()
+        x_bounds, y_bounds = self.bounds
+        self._kept = ((x_bounds, y_bounds, self._maxSpotPxWidth), QRectF(rect))
+        return rect
+
+    def prepareGeometryChange(self) -> None:  # noqa: N802 - Qt override
+        self._kept = None
+        super().prepareGeometryChange()
+
+    def viewTransformChanged(self) -> None:  # noqa: N802 - pyqtgraph override
+        self._kept = None
+        super().viewTransformChanged()
+
+
 def gate_points(plot: pg.PlotItem, x: np.ndarray, y: np.ndarray, fired: np.ndarray, colour: str,
                 name: str | None = None, *, legend: bool = True) -> list[pg.ScatterPlotItem]:
     """What each should_compress call tested: hollow dots where it said no, filled triangles where
@@ -418,7 +452,7 @@ def gate_points(plot: pg.PlotItem, x: np.ndarray, y: np.ndarray, fired: np.ndarr
                                             (fired, "t1", 9, colour, "gate: compress")):
         if not mask.any():
             continue
-        item = pg.ScatterPlotItem(x[mask], y[mask], symbol=symbol, size=size, pen=pg.mkPen(colour, width=1),
+        item = Scatter(x[mask], y[mask], symbol=symbol, size=size, pen=pg.mkPen(colour, width=1),
                                   brush=pg.mkBrush(brush) if brush else pg.mkBrush(0, 0, 0, 0),
                                   name=html.escape(f"{name} · {label}" if name else label) if legend else None)
         # drawn once into a pixmap: the cursor line moves over the points on every step

@@ -15,6 +15,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QRectF, QSize, Qt
 from PySide6.QtGui import (
     QColor,
     QFont,
+    QFontMetrics,
     QIcon,
     QPainter,
     QPaintEvent,
@@ -26,6 +27,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QAbstractScrollArea, QSizePolicy, QWidget
 
 from inspector.trace import model as tm
+from inspector.ui.figures import figure_advances, fits_whole
 
 # Repository root (…/inspector/ui/theme.py → parents[2]); resources live beside the package.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -201,8 +203,11 @@ class TextLine(QWidget):
         self._fit_cut = False
         self._own_tip = ""
         self._align = align
+        # drawText's flags as a plain int (combining Qt enums in Python costs microseconds a paint)
+        self._flags = (align | (Qt.AlignmentFlag.AlignTop if lines > 1 else Qt.AlignmentFlag.AlignVCenter)).value
         self._fg = QColor(PLOT_FG)
         self._bg: QColor | None = None
+        self._metrics: tuple[QFontMetrics, int, dict[str, float] | None] | None = None  # of the current font
         if bold:
             font = QFont(self.font())
             font.setBold(True)
@@ -231,22 +236,39 @@ class TextLine(QWidget):
             self._fg, self._bg = new_fg, new_bg
             self.update()
 
+    def _font_metrics(self) -> tuple[QFontMetrics, int, dict[str, float] | None]:
+        """The font's metrics, line spacing and figure advances, kept until the font changes."""
+        if self._metrics is None:
+            metrics = self.fontMetrics()
+            self._metrics = (metrics, metrics.lineSpacing(), figure_advances(self.font()))
+        return self._metrics
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.FontChange:
+            self._metrics = None
+            self._fit_key = None  # fitted in the old font
+        super().changeEvent(event)
+
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         p = QPainter(self)
         rect = self.rect()
-        if self._bg is not None and self._text:
+        bg = self._bg
+        if bg is not None and self._text:
             p.setRenderHint(QPainter.RenderHint.Antialiasing)
             p.setPen(Qt.PenStyle.NoPen)
-            p.setBrush(self._bg)
+            p.setBrush(bg)
             p.drawRoundedRect(QRectF(rect), 3, 3)
         p.setPen(self._fg)
-        inner = rect.adjusted(4 if self._bg is not None else 0, 2, -4 if self._bg is not None else 0, -2)
+        inner = rect.adjusted(4, 2, -4, -2) if bg is not None else rect.adjusted(0, 2, 0, -2)
         lines, truncated = self._fitted(inner.width())
-        flags = self._align | (Qt.AlignmentFlag.AlignTop if self._lines > 1 else Qt.AlignmentFlag.AlignVCenter)
-        step = self.fontMetrics().lineSpacing()
-        for i, line in enumerate(lines):
-            box = inner.adjusted(0, i * step, 0, 0) if self._lines > 1 else inner
-            p.drawText(box, flags, line)
+        flags = self._flags
+        if self._lines > 1:
+            step = self._font_metrics()[1]
+            for i, line in enumerate(lines):
+                p.drawText(inner.adjusted(0, i * step, 0, 0), flags, line)
+        else:
+            for line in lines:
+                p.drawText(inner, flags, line)
         p.end()
         # the whole text on hover when some of it was cut (a tooltip the caller set is kept)
         current = self.toolTip()
@@ -262,13 +284,13 @@ class TextLine(QWidget):
         key = (self._text, width)
         if key == self._fit_key:
             return self._fit, self._fit_cut
-        fm = self.fontMetrics()
+        fm, _, figures = self._font_metrics()
         elide = self._elide if self._lines == 1 else Qt.TextElideMode.ElideRight
         out: list[str] = []
         cut = False
         if self._lines == 1:
             flat = " ".join(self._text.split("\n"))
-            out = [fm.elidedText(flat, elide, width)]
+            out = [flat if fits_whole(flat, figures, width) else fm.elidedText(flat, elide, width)]
             cut = out[0] != flat
         else:
             layout = QTextLayout(self._text.replace("\n", "\u2028"), self.font())

@@ -145,3 +145,16 @@ def test_graded_questions_are_answered_graded_and_cached(run, config, summary_ca
 def test_offline_the_graded_questions_are_skipped_with_a_note(run, config, summary_cache):
     report = grade_questions(run(Forgetting()), config, 3)
     assert report["asked"] == 0 and "offline" in report["note"]
+
+
+def test_the_run_retention_read_before_a_probe_counts_what_the_probe_recovered(run):
+    from inspector.quality.probes import probe_retrieval_tools
+
+    trace = run(Archiving())
+    analysis = analyse(trace)
+    assert analysis.run_retention == 0.0  # read (and kept) before probing
+    engine = Archiving()
+    engine.archive = [url(k) for k in range(8)]
+    report = probe_retrieval_tools(trace, engine, call=lambda fn, *args, **kwargs: (True, fn(*args, **kwargs)))
+    assert report["recoverable"] == 5 and analyse(trace) is analysis
+    assert analysis.run_retention == 1.0

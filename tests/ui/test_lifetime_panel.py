@@ -38,6 +38,15 @@ def test_the_selected_message_follows_the_cursor_and_its_strip_shows_its_lifetim
     assert [int(v) for v in strip[:, 0]] == expected
     assert expected[:2] == [lt.CELL_NONE] * 2 and lt.CELL_SUMMARISED in expected  # not yet, then compacted
     assert panel.events_list.count() == len(life.messages[newest].events)
+    # a mark per lifetime event on the strip: where, what, and its kind's colour and symbol
+    from inspector.ui.panels.lifetime import EVENT_COLOURS, describe_event
+
+    events = life.messages[newest].events
+    marks = panel.strip_marks.data
+    assert [p.data() for p in panel.strip_marks.points()] == [describe_event(e) for e in events]
+    assert list(marks["x"]) == [float(e.request) for e in events] and set(marks["y"]) == {0.5}
+    assert [b.color().name() for b in marks["brush"]] == [EVENT_COLOURS[e.kind] for e in events]
+    assert list(marks["symbol"]) == ["t" if e.kind in (lt.SUMMARISED, lt.DROPPED) else "o" for e in events]
     chart = panel.chart_image.image
     assert chart.shape == (len(trace.requests), len(life.messages))  # requests × messages, one image
 
@@ -110,3 +119,26 @@ def test_in_a_window_the_analysis_is_a_background_job_and_a_newer_trace_supersed
         superseded.set()
         LifetimePanel.jobs = None
         jobs.shutdown(5_000)
+
+
+def test_selecting_message_after_message_reuses_the_strip_marks_pictures(shown) -> None:
+    """The strip's scatter keeps a picture per (symbol, size, pen, brush object): marks of one kind
+    share one brush, so moving through messages draws from the pictures already made."""
+    trace = compacted_trace()
+    cursor, make = shown
+    panel = make(LifetimePanel, trace, 1100, 500)
+    cursor.set(trace.requests[-1].event)
+    QApplication.processEvents()
+    messages = len(panel.analysis.lifetimes.messages)
+    kinds = {e.kind for life in panel.analysis.lifetimes.messages for e in life.events}
+    for index in range(messages):
+        panel.select_message(index)
+        QApplication.processEvents()
+    pictures = len(panel.strip_marks.fragmentAtlas)
+    assert messages > 3 and pictures <= len(kinds)
+    for index in range(messages):
+        panel.select_message(index)
+        QApplication.processEvents()
+    assert len(panel.strip_marks.fragmentAtlas) == pictures
+    low, high = panel.strip.getViewBox().viewRange()[1]
+    assert abs(low + 0.05) < 1e-9 and abs(high - 1.05) < 1e-9, "the strip still spans its one row"

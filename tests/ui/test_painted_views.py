@@ -172,3 +172,134 @@ def test_event_tree_rows_sit_where_the_stock_view_puts_them(shown, demo_trace: T
     selected = view.visualRect(view.currentIndex())
     highlight = view.palette().color(view.palette().ColorRole.Highlight)
     assert image.pixelColor(view.viewport().width() - 3, selected.top() + 2) == highlight
+
+
+def _tree_images(view) -> tuple[QImage, QImage, int]:  # noqa: ANN001 - PaintedTree
+    """The viewport as the tree's own row loop paints it, as ``drawTree`` + ``drawRow`` paint it, and
+    how many rows the second way drew (none are drawn that way by the first).
+
+    A text is drawn directly the first time and from its laid-out copy after that, which can
+    differ by a pixel's shade: both are grabbed after a first paint."""
+    view.viewport().grab()
+    calls: list[int] = []
+    original = view.drawRow
+
+    def counted(*args) -> None:  # noqa: ANN002
+        calls.append(1)
+        original(*args)
+
+    view.drawRow = counted
+    own = view.viewport().grab().toImage()
+    assert calls == [], "the rows were painted by the tree's own loop, not row by row from drawTree"
+    view._paint_rows = lambda event: False  # the stock path
+    stock = view.viewport().grab().toImage()
+    del view._paint_rows
+    del view.drawRow
+    return own, stock, len(calls)
+
+
+def test_event_tree_paints_exactly_what_the_stock_row_path_painted(shown, demo_trace: Trace) -> None:  # noqa: ANN001
+    cursor, make = shown
+    panel = make(EventsPanel, demo_trace, 500, 600)
+    view, model = panel.view, panel.model
+    for k in (demo_trace.requests[3].event + 1, demo_trace.requests[20].event, 0):
+        cursor.set(k)
+        QApplication.processEvents()
+        own, stock, drawn = _tree_images(view)
+        assert drawn > 10 and own == stock, f"cursor at {k}"
+    # a selected row with children: its arrow on the highlight
+    turn = model.top_level()[5]
+    cursor.set(turn)
+    QApplication.processEvents()
+    assert model.children_of(model.event_of(view.currentIndex()))
+    own, stock, _ = _tree_images(view)
+    assert own == stock
+    # collapsed turns and a filtered (flat) list
+    view.collapseAll()
+    QApplication.processEvents()
+    own, stock, _ = _tree_images(view)
+    assert own == stock
+    panel.filter_edit.setText("select")
+    panel.apply_filter()
+    QApplication.processEvents()
+    assert model.is_flat
+    own, stock, _ = _tree_images(view)
+    assert own == stock
+
+
+def test_a_list_shorter_than_the_view_and_other_styles_take_the_stock_path(shown, lifecycle_only_trace: Trace) -> None:  # noqa: ANN001
+    cursor, make = shown
+    panel = make(EventsPanel, lifecycle_only_trace, 500, 600)
+    view = panel.view
+    assert view.model().rowCount() * 30 < view.viewport().height()
+    calls: list[int] = []
+    original = view.drawRow
+    view.drawRow = lambda *args: (calls.append(1), original(*args))
+    view.viewport().grab()
+    assert calls, "the empty space below the last row is painted by drawTree"
+    del view.drawRow
+    from PySide6.QtWidgets import QStyleFactory
+
+    style = QStyleFactory.create("Windows")
+    view.setStyle(style)
+    panel.resize(500, 60)  # rows now fill the view
+    QApplication.processEvents()
+    calls.clear()
+    view.drawRow = lambda *args: (calls.append(1), original(*args))
+    view.viewport().grab()
+    assert calls, "branch lines of other styles are drawn by drawBranches"
+    del view.drawRow
+
+
+def test_numbers_are_cut_exactly_as_elided_text_cuts_them(table) -> None:  # noqa: ANN001
+    """Figures are measured from their glyphs' advances when they surely fit; the result must be
+    what QFontMetrics.elidedText gives, at every width, in the plain, bold and italic fonts."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QFontMetrics
+
+    view = table([_row("1", "2")])
+    rows = view._rows
+    numbers = ["0", "7", "42", "1.5", "-3", "+12", "999", "12,345", "1,234,567", "48,213.75", "+1,000,000", "0.0"]
+    for style in ("plain", "bold", "italic"):
+        font = QFont(view.font())
+        font.setBold(style == "bold")
+        font.setItalic(style == "italic")
+        metrics = rows._metrics(font)
+        assert rows._figures[id(metrics)] is not None, f"{style}: figures are measured from their advances"
+        reference = QFontMetrics(font)
+        for text in numbers:
+            for width in range(0, reference.horizontalAdvance(text) + 12):
+                expected = reference.elidedText(text, Qt.TextElideMode.ElideRight, width)
+                assert rows._elided(metrics, text, width) == expected, (style, text, width)
+
+
+def test_what_no_row_covers_is_background_on_screen(table, shown, lifecycle_only_trace: Trace, demo_trace: Trace) -> None:  # noqa: ANN001
+    """The views fill their viewport's background themselves (only where no row does): after
+    rows go away, the screen shows the background there, as a full repaint draws it."""
+    from PySide6.QtGui import QColor as Colour
+
+    def on_screen(widget) -> QImage:  # noqa: ANN001
+        window = widget.window()
+        origin = widget.mapTo(window, widget.rect().topLeft())
+        return window.screen().grabWindow(window.winId()).toImage().copy(
+            widget.rect().translated(origin))
+
+    view = table([_row(f"row {i}", "x") for i in range(9)])
+    model = view.model()
+    model.beginResetModel()
+    model.rows = model.rows[:2]
+    model.endResetModel()
+    QApplication.processEvents()
+    viewport = view.viewport()
+    shown_now = on_screen(viewport)
+    assert shown_now == viewport.grab().toImage()
+    below = view.rowViewportPosition(1) + view.rowHeight(1) + 5
+    assert shown_now.pixelColor(100, below) == viewport.palette().color(viewport.backgroundRole())
+    assert shown_now.pixelColor(100, below) != Colour("#000000")
+
+    cursor, make = shown
+    panel = make(EventsPanel, demo_trace, 500, 600)  # a long list: rows cover the list
+    cursor.set_trace(lifecycle_only_trace)  # a short one: the stock rows and the background below
+    QApplication.processEvents()
+    tree_viewport = panel.view.viewport()
+    assert on_screen(tree_viewport) == tree_viewport.grab().toImage()

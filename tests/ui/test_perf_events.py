@@ -201,3 +201,38 @@ def test_a_faulted_call_s_tooltip_names_the_fault_once_and_ends_with_the_last_li
     assert tip.count("usage payload") == 1
     assert ev.fault.where is not None and f"at {ev.fault.where}" in tip
     assert "layer0.py" not in tip, "a few traceback lines, not all of them"
+
+
+def test_a_jump_into_a_collapsed_turn_repaints_the_rows_and_scroll_bar_only(shown, demo_trace: Trace) -> None:  # noqa: ANN001
+    """Expanding the target's turn must not repaint the panel, the list's frame or its column header:
+    nothing in them changed (pausing updates during the expansion used to repaint all three)."""
+    from PySide6.QtCore import QEvent, QObject
+
+    from inspector.ui.panels.events import EventsPanel
+
+    cursor, make = shown
+    panel = make(EventsPanel, demo_trace, 500, 600)
+    model, view = panel.model, panel.view
+    nested = [ev.index for ev in demo_trace.events if model.depth_at(model.index_for_event(ev.index)) == 2]
+    cursor.set(nested[3])
+    QApplication.processEvents()
+    target = next(k for k in reversed(nested) if not view.isExpanded(_top_ancestor(model, k)))
+    painted: list[QObject] = []
+
+    class Paints(QObject):
+        def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+            if event.type() == QEvent.Type.Paint:
+                painted.append(obj)
+            return False
+
+    paints = Paints()
+    QApplication.instance().installEventFilter(paints)
+    try:
+        cursor.set(target)
+        QApplication.processEvents()
+    finally:
+        QApplication.instance().removeEventFilter(paints)
+    assert view.isExpanded(_top_ancestor(model, target)) and panel.selected_event() == target
+    assert view.viewport() in painted, "the rows are painted"
+    for widget, name in ((panel, "panel"), (view, "frame"), (view.header().viewport(), "header")):
+        assert widget not in painted, f"the {name} was repainted"

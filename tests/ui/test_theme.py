@@ -47,3 +47,28 @@ def test_a_tooltip_the_caller_set_is_kept(qtbot):
     line.setText(LONG)
     line.grab()
     assert line.toolTip() == "what this value means"
+
+
+def test_figures_are_fitted_exactly_as_elided_text_fits_them(qtbot):
+    from PySide6.QtCore import Qt
+
+    line = _drawn(qtbot, 1, "0")
+    metrics = line.fontMetrics()
+    for text in ("0", "+280", "-1", "9,529", "121,600", "96.0", "+1,234,567"):
+        line.setText(text)
+        for width in range(0, metrics.horizontalAdvance(text) + 12):
+            expected = metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
+            assert line._fitted(width) == ([expected], expected != text), (text, width)
+
+
+def test_a_font_change_fits_the_text_again(qtbot):
+    from PySide6.QtGui import QFont
+
+    line = _drawn(qtbot, 1, LONG)
+    before, _ = line._fitted(line.width())
+    bigger = QFont(line.font())
+    bigger.setPointSize(bigger.pointSize() * 2)
+    line.setFont(bigger)
+    after, cut = line._fitted(line.width())
+    assert cut and len(after[0]) < len(before[0]), "cut for the font it is now drawn in"
+    assert line.fontMetrics().horizontalAdvance(after[0]) <= line.width()

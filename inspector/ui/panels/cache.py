@@ -20,7 +20,7 @@ from typing import Any, overload
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtCore import QLineF, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QHelpEvent, QPainter, QPaintEvent, QPen, QPolygonF
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
@@ -111,14 +111,19 @@ class CacheStrip(QWidget):
         sep = QPen(QColor(255, 255, 255, 200))
         sep.setWidth(1)
         p.setPen(sep)
+        # one call for every separator (a request has a hundred blocks; a call each cost ~0.3 ms)
+        top, bottom = area.top(), area.bottom()
+        separators: list[QLineF] = []
         pos = 0
         last_x = -10.0
         for tok in self.blocks[:-1]:
             pos += tok
             x = x0 + pos * scale
             if x - last_x >= 3:
-                p.drawLine(QPointF(x, area.top()), QPointF(x, area.bottom()))
+                separators.append(QLineF(x, top, x, bottom))
                 last_x = x
+        if separators:
+            p.drawLines(separators)
         if self.break_index is not None and 0 <= self.break_index <= len(self.blocks):
             bx = x0 + sum(self.blocks[: self.break_index]) * scale
             pen = QPen(QColor(theme.CACHE_BREAK))

@@ -69,7 +69,7 @@ class CompressionPanel(CompareAware, Panel):
         self.plot_widget = plots.make_plot_widget("committed")
         self.plot = self.plot_widget.getPlotItem()
         self.step = plots.curve(self.plot, theme.COMPRESS)
-        self.dots = pg.ScatterPlotItem(
+        self.dots = plots.Scatter(
             size=8,
             pen=pg.mkPen("white", width=1),
             hoverable=True,

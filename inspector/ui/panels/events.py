@@ -28,6 +28,7 @@ from inspector.trace.model import Trace
 from inspector.ui import theme
 from inspector.ui.cursor import Cursor
 from inspector.ui.event_model import QUICK_FILTERS, EventTreeModel
+from inspector.ui.fill_section import FillSection
 from inspector.ui.painted_views import PaintedTree
 from inspector.ui.panels.base import Panel
 
@@ -84,10 +85,12 @@ class EventsPanel(Panel):
         self.view.verticalScrollBar().setAutoFillBackground(True)
         header = self.view.header()
         header.setStretchLastSection(False)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for col, width in ((1, 60), (2, 56)):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
             header.resizeSection(col, width)
+        # the label column takes the rest, as a Stretch section would, without repainting the
+        # header on every expansion (fill_section)
+        self._fill = FillSection(header, 0)
         self.view.selectionModel().currentChanged.connect(self._on_current_changed)
 
         self._filter_timer = QTimer(self)
@@ -200,7 +203,9 @@ class EventsPanel(Panel):
 
         Each expansion re-lays out and repaints the whole list, so when stepping, expanding the
         next turns (and all their requests) in one batch costs one repaint per ``around`` turns
-        instead of one per turn, in either direction.
+        instead of one per turn, in either direction. The expansions' repaints are merged into the
+        next paint of the rows; pausing updates around them would also repaint the list's frame,
+        its header and the panel behind it, as re-enabling updates repaints every child.
         """
         parent = index.parent()
         chain = []
@@ -213,20 +218,16 @@ class EventsPanel(Panel):
         model, view = self.model, self.view
         nodes = model.top_level()
         lo, hi = max(0, top.row() - around), min(len(nodes), top.row() + around + 1)
-        view.setUpdatesEnabled(False)
-        try:
-            for p in chain:
-                view.expand(p)
-            for node in nodes[lo:hi]:
-                kids = model.children_of(node)
-                if not kids:
-                    continue
-                view.expand(model.index_for_event(node))  # a no-op when already expanded
-                for child in kids:
-                    if model.children_of(child):
-                        view.expand(model.index_for_event(child))
-        finally:
-            view.setUpdatesEnabled(True)
+        for p in chain:
+            view.expand(p)
+        for node in nodes[lo:hi]:
+            kids = model.children_of(node)
+            if not kids:
+                continue
+            view.expand(model.index_for_event(node))  # a no-op when already expanded
+            for child in kids:
+                if model.children_of(child):
+                    view.expand(model.index_for_event(child))
 
     def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if self._syncing:

@@ -19,6 +19,7 @@ from collections import Counter
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -55,6 +56,19 @@ def _lut() -> np.ndarray:
         c = pg.mkColor(colour)
         out[i] = (c.red(), c.green(), c.blue(), 255)
     return out
+
+
+_EVENT_BRUSHES: dict[str, QBrush] = {}
+
+
+def _event_brush(kind: str) -> QBrush:
+    """One brush per kind of lifetime event, kept: the strip's scatter caches each mark's picture by
+    the brush object, so a new brush per mark re-rendered every mark (and grew the cache) on each
+    cursor move that selected another message."""
+    brush = _EVENT_BRUSHES.get(kind)
+    if brush is None:
+        brush = _EVENT_BRUSHES[kind] = pg.mkBrush(EVENT_COLOURS.get(kind, "#000"))
+    return brush
 
 
 def describe_event(e: lt.LifeEvent) -> str:
@@ -168,6 +182,7 @@ class LifetimePanel(Panel):
         self._analysed_for: Trace | None = None
         self.selected: int | None = None
         self._steps = (1, 1)
+        self._strip_y: list[float] | None = None  # the strip's y range as last set
 
     def x_view(self) -> pg.ViewBox:
         return self.chart.getViewBox()
@@ -316,18 +331,27 @@ class LifetimePanel(Panel):
             row[first:end, :] = code
         self.strip_image.setImage(row, levels=(0, len(CELL_COLOURS) - 1), autoLevels=False)
         self.strip_image.setRect(QRectF(-0.5, 0, row.shape[0], 1))
-        spots = []
+        # one array per field: pyqtgraph copies a list of spot dicts into its records field by field
+        xs: list[float] = []
+        texts: list[str] = []
+        brushes: list[QBrush] = []
+        symbols: list[str] = []
         for e in life.events:
             x = e.request if e.request is not None else self._request_of_event(e.event)
             if x is None:
                 continue
-            spots.append({"pos": (x, 0.5), "data": describe_event(e), "brush": pg.mkBrush(EVENT_COLOURS.get(e.kind, "#000")),
-                          "symbol": "t" if e.kind in (lt.SUMMARISED, lt.DROPPED) else "o"})
-            item = QListWidgetItem(describe_event(e))
+            text = describe_event(e)
+            xs.append(x)
+            texts.append(text)
+            brushes.append(_event_brush(e.kind))
+            symbols.append("t" if e.kind in (lt.SUMMARISED, lt.DROPPED) else "o")
+            item = QListWidgetItem(text)
             item.setData(ROLE_DATA, ("event", e.event))
             self.events_list.addItem(item)
-        self.strip_marks.setData(spots)
-        self.strip.setYRange(0, 1, padding=0.05)
+        self.strip_marks.setData(x=xs, y=[0.5] * len(xs), data=texts, brush=brushes, symbol=symbols)
+        if self._strip_y != self.strip.getViewBox().viewRange()[1]:  # set once: the strip's y never pans
+            self.strip.setYRange(0, 1, padding=0.05)
+            self._strip_y = self.strip.getViewBox().viewRange()[1]
         self.selected_line.setVisible(True)
         self.selected_line.setValue(index)
         lost = self._lost_by_origin.get(index, 0)

@@ -144,7 +144,7 @@ class TimelinePanel(CompareAware, Panel):
         sent = calibrated if calibrated is not None else fig.prompt.get("tiktoken")
         over = np.zeros(0, dtype=bool) if sent is None else (fig.context_length > 0) & (sent > fig.context_length)
         if over.any():
-            item = pg.ScatterPlotItem(fig.x[over], sent[over], symbol="x", size=11, pen=pg.mkPen(theme.FAULT, width=2),
+            item = plots.Scatter(fig.x[over], sent[over], symbol="x", size=11, pen=pg.mkPen(theme.FAULT, width=2),
                                       brush=pg.mkBrush(theme.FAULT), name="over the window")
             item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
             self.plot.addItem(item)
