@@ -117,3 +117,24 @@ def test_under_another_style_every_change_repaints_the_whole_bar(qtbot) -> None:
     finally:
         QApplication.instance().removeEventFilter(paints)
     assert paints.areas == [bar.width() * bar.height()]
+
+
+def test_a_message_box_wraps_every_message_to_one_width_whatever_its_length(shown) -> None:  # noqa: ANN001
+    """A bar that came and went with the message's length made Qt wrap the new text twice."""
+    from inspector.ui.panels.decision import DecisionPanel
+    from inspector.ui.panels.diff import DiffPanel
+    from inspector.ui.panels.request import RequestPanel
+    from inspector.ui.synthetic import build_trace
+
+    trace = build_trace(40, seed=2)
+    cursor, make = shown
+    request, diff, decision = (make(cls, trace, 700, 500) for cls in (RequestPanel, DiffPanel, DecisionPanel))
+    boxes = [request.message_text, diff.before_text, diff.after_text, decision.browser]
+    widths = {id(box): set() for box in boxes}
+    for text in ("short", "\n".join(f"line {i} of a long message" for i in range(400)), "short again"):
+        for box in boxes:
+            box.setPlainText(text)
+        QApplication.processEvents()
+        for box in boxes:
+            widths[id(box)].add(box.viewport().width())
+    assert all(len(w) == 1 for w in widths.values())

@@ -19,6 +19,7 @@ from inspector.ui.compare import CompareAware
 from inspector.ui.cursor import Cursor
 from inspector.ui.explain import Line, explain
 from inspector.ui.panels.base import Panel
+from inspector.ui.scroll_bar import steady_scroll_bar
 
 
 def lines_text(lines: list[Line], heading: str = "") -> str:
@@ -42,6 +43,7 @@ class DecisionPanel(CompareAware, Panel):
         self.browser.setReadOnly(True)
         self.browser.setUndoRedoEnabled(False)
         self.browser.setObjectName("decision_text")
+        steady_scroll_bar(self.browser)
         self.browser.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)

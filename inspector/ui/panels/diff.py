@@ -38,6 +38,7 @@ from inspector.ui.cursor import Cursor
 from inspector.ui.derive import event_lists, message_preview
 from inspector.ui.painted_views import PaintedTable, RowCellCache, cell_offsets
 from inspector.ui.panels.base import Panel
+from inspector.ui.scroll_bar import steady_scroll_bar
 
 EMPTY_LIST = -1  # stands for "no messages" (before the first request); never a real list id
 FOLD_KEEP = 2  # unchanged rows shown on each side of a fold
@@ -281,6 +282,7 @@ class DiffPanel(CompareAware, Panel):
             edit.setReadOnly(True)
             edit.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
             edit.setPlaceholderText(f"Select a row to see the message {name}")
+            steady_scroll_bar(edit)
         for area in (self.table, self.before_text, self.after_text):
             # opaque: a range change then repaints the scroll bar only, not the dock beneath it
             area.verticalScrollBar().setAutoFillBackground(True)

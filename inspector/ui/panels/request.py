@@ -34,6 +34,7 @@ from inspector.ui.derive import message_preview, message_text
 from inspector.ui.geometry import GeometryFirewall
 from inspector.ui.painted_views import PaintedTable, RowCellCache, cell_offsets
 from inspector.ui.panels.base import Panel
+from inspector.ui.scroll_bar import steady_scroll_bar
 
 RAW_JSON_LIMIT = 2_000_000  # characters; beyond this the raw view is truncated (and says so)
 _ROLE_COLOURS = {"system": "#6d4c41", "user": "#1565c0", "assistant": "#2e7d32", "tool": "#ef6c00"}
@@ -182,6 +183,7 @@ class RequestPanel(Panel):
         self.message_text = QPlainTextEdit()
         self.message_text.setReadOnly(True)
         self.message_text.setPlaceholderText("Select a message to read it in full")
+        steady_scroll_bar(self.message_text)
         for area in (self.table, self.message_text):
             # opaque: a range change then repaints the scroll bar only, not the dock beneath it
             area.verticalScrollBar().setAutoFillBackground(True)
