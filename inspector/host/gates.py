@@ -27,6 +27,12 @@ from inspector.host.shaping import validate_messages
 from inspector.host.values import as_int, jsonable
 from inspector.tokens.rough import estimate_request_tokens_rough
 from inspector.trace.model import Fault
+from inspector.trace.packed import shape_of
+
+# Arguments of the gates' hook events, held packed (inspector.trace.packed): tens of thousands per long replay.
+_SHOULD_ARGS = shape_of(("prompt_tokens", "site", "figure"))
+_DEFER_ARGS = shape_of(("rough_tokens",))
+_INFO_ARGS = shape_of(("prompt_tokens",))
 
 _REPORTED_LIMIT = [
     re.compile(p, re.I) for p in (
@@ -96,13 +102,12 @@ class CompactionGates:
     def defer(self, tokens: int) -> bool:
         if not self.rec.wants("should_defer_preflight_to_real_usage"):
             return False
-        ev, out = self.rec.hook("should_defer_preflight_to_real_usage", tokens, record_args={"rough_tokens": tokens})
+        ev, out = self.rec.hook("should_defer_preflight_to_real_usage", tokens, record_args=(_DEFER_ARGS, tokens))
         ev.result = bool(out.value) if out.ok else None
         return bool(out.value) if out.ok else False
 
     def should_compress(self, tokens: int, site: str, figure: str = "rough") -> bool:
-        ev, out = self.rec.hook("should_compress", tokens,
-                                record_args={"prompt_tokens": tokens, "site": site, "figure": figure})
+        ev, out = self.rec.hook("should_compress", tokens, record_args=(_SHOULD_ARGS, tokens, site, figure))
         if not out.ok:
             return False
         if not isinstance(out.value, bool):
@@ -247,7 +252,7 @@ class CompactionGates:
             return
         rec = self.rec
         if rec.wants("should_compress_info"):
-            ev, out = rec.hook("should_compress_info", t, record_args={"prompt_tokens": t})
+            ev, out = rec.hook("should_compress_info", t, record_args=(_INFO_ARGS, t))
             ev.result = jsonable(out.value) if out.ok else None
         if rec.wants("prune_tool_results_only"):
             before = asm.history

@@ -63,7 +63,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, fields, is_dataclass
@@ -90,7 +90,9 @@ from inspector.trace.model import (
     earlier_message_keys,
     message_key,
 )
+from inspector.trace.packed import shape_of
 from inspector.trace.prefix import common_prefix_len
+from inspector.trace.token_table import TokenTable
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -658,8 +660,10 @@ def _decode_messages(encoded: Any) -> dict[str, Any]:
     return out
 
 
-def _encode_tokens(tokens: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+def _encode_tokens(tokens: Mapping[str, Any], keys: list[str]) -> dict[str, Any]:
     """Per-message counts as one column per tokenizer name, in message order."""
+    if type(tokens) is not dict:  # a TokenTable: each row read once (a read unpacks it)
+        tokens = dict(tokens.items())
     names: dict[str, int] = {}
     extra: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
@@ -681,7 +685,7 @@ def _encode_tokens(tokens: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     return {"names": list(names), "columns": columns, "missing": _gaps(missing), "extra": extra}
 
 
-def _decode_tokens(encoded: Any, keys: list[str]) -> dict[str, dict[str, Any]]:
+def _decode_tokens(encoded: Any, keys: list[str]) -> TokenTable:
     _expect(isinstance(encoded, dict), "'tokens' is not an object")
     names = encoded.get("names", [])
     columns = encoded.get("columns", [])
@@ -690,9 +694,15 @@ def _decode_tokens(encoded: Any, keys: list[str]) -> dict[str, dict[str, Any]]:
     present = [k for i, k in enumerate(keys) if i not in missing]
     for col in columns:
         _expect(isinstance(col, list) and len(col) == len(present), "a token column has the wrong length")
-    out: dict[str, dict[str, Any]] = {}
+    out = TokenTable()
+    rows = out.rows
+    whole = shape_of(tuple(names)) if names and all(type(n) is str for n in names) else None
     for pos, key in enumerate(present):
-        out[key] = {name: col[pos] for name, col in zip(names, columns) if col[pos] is not None}
+        values = [col[pos] for col in columns]
+        if whole is not None and None not in values:
+            rows[key] = (whole, *values)  # what TokenTable holds for this row, made without the dict
+        else:
+            out[key] = {name: v for name, v in zip(names, values) if v is not None}
     extra = encoded.get("extra", {})
     _expect(isinstance(extra, dict), "token 'extra' is not an object")
     out.update(extra)
@@ -1518,17 +1528,17 @@ def _decode_lists(
 def _decode_run(
     run: dict[str, Any],
     messages: dict[str, dict[str, Any]],
-    tokens: dict[str, dict[str, int]],
+    tokens: Mapping[str, dict[str, int]],
     keys: list[str],
 ) -> Trace:
     _expect(isinstance(messages, dict), "'messages' is not an object")
-    _expect(isinstance(tokens, dict), "'tokens' is not an object")
+    _expect(isinstance(tokens, Mapping), "'tokens' is not an object")
     meta = run.get("meta") or {}
     _expect(isinstance(meta, dict), "'meta' is not an object")
     trace = Trace(meta)
     store = trace.store
     store.messages = messages
-    store.tokens = tokens
+    store.tokens = tokens if isinstance(tokens, TokenTable) else TokenTable(tokens)
     for i, tup in enumerate(_decode_lists(run.get("lists", []), messages, keys)):
         if store.put_list(tup) != i:
             store.lists.append(tup)  # a duplicate list (never written by us): keep ids stable

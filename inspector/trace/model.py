@@ -14,10 +14,13 @@ import bisect
 import hashlib
 import json
 import re
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from inspector.trace.packed import read_through
 from inspector.trace.prefix import common_prefix_len
+from inspector.trace.token_table import TokenTable
 
 # Event kinds, in the vocabulary of Hermes' hook names (agent/context_engine.py:56-263 of hermes-agent 0.19.0, docs/host-contract.md §1). The UI groups and colours by these.
 EV_SESSION_START = "on_session_start"
@@ -350,8 +353,9 @@ class MessageStore:
         self.lists: KeyLists = KeyLists()
         # Interning by the tuple's hash (the tuples themselves are not kept: see KeyLists).
         self._list_ids: dict[int, int | list[int]] = {}
-        # Per-key figures filled by the host's token counter: {key: {"tiktoken": n, "rough_chars": n, ...}}
-        self.tokens: dict[str, dict[str, int]] = {}
+        # Per-key figures filled by the host's token counter: {key: {"tiktoken": n, "rough_chars": n, ...}},
+        # rows held packed (a loaded or streamed trace may hold a plain dict)
+        self.tokens: MutableMapping[str, dict[str, Any]] = TokenTable()
 
     def put(self, message: dict[str, Any]) -> str:
         return self.put_measured(message)[0]
@@ -455,12 +459,21 @@ class Fault:
         return {"kind": self.kind, "message": self.message, "traceback": self.traceback}
 
 
+_NEW_DICT: Any = object()  # Event(args=...) not given: a new empty dict, as field(default_factory=dict) makes
+
+
 @dataclass(slots=True)
 class Event:
     """One hook call (or host marker), with inputs, outputs and the engine state after it.
 
     ``args``/``result`` hold JSON-able small values; message lists appear as ``{"$list": id}``
     and single messages as ``{"$msg": key}``.
+
+    ``args``, ``result`` and ``status`` may be held packed (:mod:`inspector.trace.packed`) or
+    as the :class:`Request` they are made of (a request marker's arguments and result, an
+    ``update_from_response`` call's arguments): either way they read as the dicts they stand
+    for, built anew at each read, so change one by assigning a new dict, never by editing the
+    one read.
     """
 
     index: int
@@ -477,6 +490,29 @@ class Event:
     thread: str | None = None
     note: str | None = None
     output: str | None = None  # what the engine printed and logged during the call (inspector.host.capture)
+
+    def __init__(self, index: int, kind: str, turn: int | None = None, request: int | None = None, t: float = 0.0,
+                 duration: float = 0.0, args: Any = _NEW_DICT, result: Any = None,
+                 state: tuple[int, ...] | None = None, status: Any = None, fault: Fault | None = None,
+                 thread: str | None = None, note: str | None = None, output: str | None = None) -> None:
+        """The dataclass's own, except that ``args``, ``result`` and ``status`` are stored as given
+        (the slots under their second names, see :func:`inspector.trace.packed.read_through`):
+        a replay builds a hundred thousand events, and their setters would cost more than all
+        the packing saves. ``tests/trace/test_packed.py`` holds it to the fields."""
+        self.index = index
+        self.kind = kind
+        self.turn = turn
+        self.request = request
+        self.t = t
+        self.duration = duration
+        self.args_held = {} if args is _NEW_DICT else args
+        self.result_held = result
+        self.state = state
+        self.status_held = status
+        self.fault = fault
+        self.thread = thread
+        self.note = note
+        self.output = output
 
 
 @dataclass(slots=True)
@@ -515,6 +551,35 @@ class Request:
     cache: CacheInfo = field(default_factory=CacheInfo)
     timestamp: float | None = None
     response_key: str | None = None  # the assistant message this call produced
+
+
+# What an event's args or result held as its request stand for: a request marker's are its
+# selected list and its response, an update_from_response call's argument is its usage.
+def _args_from(event: Event, held: Any) -> Any:
+    if type(held) is not Request:
+        return held
+    if event.kind == EV_RESPONSE:
+        return {"usage": held.usage}
+    return {"messages": {"$list": held.selected}}
+
+
+def _result_from(event: Event, held: Any) -> Any:
+    return {"$msg": held.response_key} if type(held) is Request else held
+
+
+read_through(Event, "args", _args_from)
+read_through(Event, "result", _result_from)
+read_through(Event, "status")
+read_through(Request, "tokens")
+read_through(Request, "usage")
+
+
+def hold_request(event: Event, request: Request) -> None:
+    """Hold a request marker's arguments and result, or an ``update_from_response`` call's
+    arguments, as their request (what they are made of: 17 MiB of a 10,000-turn replay as dicts)."""
+    event.args_held = request  # type: ignore[attr-defined]
+    if event.kind == EV_REQUEST:
+        event.result_held = request  # type: ignore[attr-defined]
 
 
 @dataclass(slots=True)
