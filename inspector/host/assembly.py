@@ -34,7 +34,7 @@ from inspector.tokens.rough import (
     rough_from_chars,
 )
 from inspector.trace.model import Fault
-from inspector.trace.token_table import FIGURES
+from inspector.trace.token_table import FIGURES, FIGURES_IMAGES
 
 
 def _anchor(message: dict[str, Any]) -> str | None:
@@ -95,7 +95,7 @@ class AssembledHistory:
 
     def add(self, shaped: dict, wire: dict, key: str, tokens: tuple[Any, int, int, int], raw_chars: int,
             raw_images: int) -> None:
-        """Append a message; ``tokens``: its row of the store's token table, ``(FIGURES, tiktoken, rough_chars, images)``."""
+        """Append a message; ``tokens``: its row of the store's token table (inspector.trace.token_table.figures)."""
         self.shaped.append(shaped)
         self.wire.append(wire)
         self.keys.append(key)
@@ -118,10 +118,11 @@ class AssembledHistory:
                         self.open_calls.add(cid)
         elif role not in VALID_ROLES:
             self.bad_roles += 1
-        _, tik, chars, images = tokens
+        tik = tokens[1]
         self.tiks.append(tik)
-        self.chars += chars
-        self.images += images
+        self.chars += tokens[2]
+        if len(tokens) > 3:
+            self.images += tokens[3]
         self.tik += tik
         self.raw_chars += raw_chars
         self.raw_images += raw_images
@@ -200,7 +201,8 @@ class RequestAssembly:
 
     def _finish_forms(self, message: dict[str, Any], shaped: dict, wire: dict, key: str,
                       chars: int | None) -> tuple[dict, dict, str, int, int]:
-        _, _, rough_chars, images = self.count(key, wire, chars)
+        row = self.count(key, wire, chars)
+        rough_chars, images = row[2], (row[3] if len(row) > 3 else 0)
         raw_chars, raw_images = rough_chars_from(wire, rough_chars, message), 0
         if raw_chars is None:
             if len(wire) == len(message) and all(a is b and wire[a] is message[b] for a, b in zip(wire, message)):
@@ -280,10 +282,10 @@ class RequestAssembly:
             images += i
         return rough_from_chars(chars, images)
 
-    def count(self, key: str, wire: dict[str, Any], chars: int | None = None) -> tuple[Any, int, int, int]:
-        """Token figures of a wire message, its row of the store's table ``(FIGURES, tiktoken,
-        rough_chars, images)`` (:mod:`inspector.trace.token_table`); ``chars`` is its repr length
-        when hashing measured it."""
+    def count(self, key: str, wire: dict[str, Any], chars: int | None = None) -> tuple[Any, ...]:
+        """Token figures of a wire message, its row of the store's table ``(shape, tiktoken,
+        rough_chars[, images])`` (:func:`inspector.trace.token_table.figures`); ``chars`` is its
+        repr length when hashing measured it."""
         rows = self.store.tokens.rows
         figures = rows.get(key)
         if figures is None:
@@ -291,7 +293,10 @@ class RequestAssembly:
                 images = 0  # nothing for Hermes' estimator to strip: the repr is what it measures
             else:
                 chars, images = message_rough_chars(wire)
-            figures = rows[key] = (FIGURES, self.counter.count_message(wire, key=key), chars, images)
+            tik = self.counter.count_message(wire, key=key)
+            # inspector.trace.token_table.figures, inline: a row per distinct message
+            figures = rows[key] = (FIGURES, tik, chars) if images == 0 and type(images) is int else (
+                FIGURES_IMAGES, tik, chars, images)
         return figures
 
     def system(self) -> tuple[dict, dict, str] | None:
@@ -517,10 +522,11 @@ class RequestAssembly:
             chars = images = tik = 0
             tokens = self.store.tokens.rows
             for k in keys:
-                _, t, c, i = tokens[k]
-                chars += c
-                images += i
-                tik += t
+                row = tokens[k]
+                tik += row[1]
+                chars += row[2]
+                if len(row) > 3:
+                    images += row[3]
         else:
             chars, images, tik = asm.chars, asm.images, asm.tik
         rough = rough_from_chars(chars, images) + self.tools_rough + self.usage_model.hidden_tokens

@@ -46,13 +46,14 @@ from inspector.trace.model import (
     EV_SELECT,
     EV_TURN,
     KEY_SCHEME,
+    NO_BLOCKS,
     CacheInfo,
     Event,
     Fault,
     Request,
     Trace,
 )
-from inspector.trace.packed import LIST, VALUE, pack, shape_of
+from inspector.trace.packed import LIST, VALUE, pack_usage, shape_of
 
 MIN_CONTEXT_LENGTH = 64_000
 
@@ -448,7 +449,7 @@ class Host:
         assistant = response.message
         # Through the per-message cache: the assistant joins the history next, already shaped.
         a_key = asm_part.forms(assistant)[2]
-        rows = self.store.tokens.rows  # (FIGURES, tiktoken, rough_chars, images): inspector.trace.token_table
+        rows = self.store.tokens.rows  # (shape, tiktoken, rough_chars[, images]): inspector.trace.token_table
         completion = rows[a_key][1]
         differs = sel_keys is not keys  # chosen by the engine or changed by the sanitiser
         if differs:
@@ -494,7 +495,7 @@ class Host:
         ev, _ = rec.hook("update_from_response", usage_dict, record_args=(_USAGE_ARGS, usage_dict), request=req_index)
         self._last_usage = dict(usage_dict)
         # Both kept as read now, packed: the request's usage and the call's {"usage": …} made of it.
-        request.usage = pack(usage_dict)
+        request.usage = pack_usage(usage_dict)
         ev.args_held = request  # type: ignore[attr-defined]  # read as {"usage": request.usage} (Event.args)
         history = asm_part.history
         history.append(assistant)
@@ -560,7 +561,7 @@ class Host:
     def _simulate(self, sel_keys: tuple[str, ...], block_tokens: list[int], timestamp: float | None,
                   roles: list[str], source_index: int | None = None) -> CacheInfo:
         # block_tokens stays empty: it is derivable from the selected list and per-key counts.
-        info = CacheInfo(reason_kind="disabled", reason="no cache simulator")
+        info = CacheInfo(reason_kind="disabled", reason="no cache simulator", block_tokens=NO_BLOCKS)
         asm = self.asm
         if self.simulator is None:
             info.uncached = sum(block_tokens) + asm.tools_tokens
@@ -580,7 +581,12 @@ class Host:
             info.reason = f"cache simulator failed: {exc}"
             return info
         info.read, info.write, info.uncached = res.read, res.write, res.uncached
-        info.break_index, info.reason_kind, info.reason = res.break_index, res.reason_kind, res.reason
+        # As held: a hit's reason is words made when read, from the figures just copied (inspector.cache.reasons).
+        try:
+            held = res.reason_held
+        except AttributeError:  # a stand-in simulator's result: words only
+            held = res.reason
+        info.break_index, info.reason_kind, info.reason = res.break_index, res.reason_kind, held
         self._write_1h = getattr(res, "write_1h", 0)
         diverge = getattr(res, "diverge_index", None)
         if diverge is not None and res.reason_kind not in ("hit", "cold", "disabled"):

@@ -28,6 +28,7 @@ from inspector.trace.model import (
     EV_NOTE,
     EV_PLUGIN_HOOK,
     STATE_FIELDS,
+    STATUS_FROM_STATE,
     Event,
     Fault,
     Trace,
@@ -258,11 +259,18 @@ class HookRecorder:
                 if outcome.fault is not None and outcome.fault.kind == "timeout":
                     self._timeouts[kind] = self._timeouts.get(kind, 0) + 1
             state = self.state()
-            status = self.status()  # reuses what state() read
-            if status is not None and status is not self._status_seen:
-                # Packed once per distinct status: a run of events with an unchanged status
-                # shares one packed value, as it shared the dict (inspector.trace.packed).
-                self._status_seen, self._status_held = status, pack(status)
+            if (self._status_built and self._raw_ints and not self._status_failed
+                    and "get_status" not in self._engine_dict):
+                # The base class's status of these int attributes: the event reads it from its
+                # state (STATUS_FROM_STATE), so it is neither built nor kept (see status()).
+                held_status = STATUS_FROM_STATE
+            else:
+                status = self.status()  # reuses what state() read
+                if status is not None and status is not self._status_seen:
+                    # Packed once per distinct status: a run of events with an unchanged status
+                    # shares one packed value, as it shared the dict (inspector.trace.packed).
+                    self._status_seen, self._status_held = status, pack(status)
+                held_status = self._status_held if status is not None else None
             event = Event(
                 index=0,
                 kind=kind,
@@ -272,7 +280,7 @@ class HookRecorder:
                 duration=outcome.duration,
                 args=record_args or {},
                 state=state,
-                status=self._status_held if status is not None else None,
+                status=held_status,
                 fault=outcome.fault,
                 thread=outcome.thread if on_pool else None,  # inline hooks run on the host thread
             )

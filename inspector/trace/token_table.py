@@ -5,7 +5,8 @@ message: 50,000 three-key dicts in a 10,000-turn replay, 11.5 MiB of it (issue 2
 packed tuples (:mod:`inspector.trace.packed`) the rows cost half that. The table reads as the
 mapping it replaces: a row reads as a new dict, so a row is changed by assigning a new one.
 The host, which writes and reads rows in its inner loop, uses :attr:`TokenTable.rows` directly:
-rows it writes are ``(FIGURES, tiktoken, rough_chars, images)``.
+rows it writes are ``(FIGURES, tiktoken, rough_chars)`` (no images: nearly every message) or
+``(FIGURES_IMAGES, tiktoken, rough_chars, images)``, made by :func:`figures`.
 """
 
 from __future__ import annotations
@@ -13,11 +14,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from typing import Any
 
-from inspector.trace.packed import pack, shape_of, unpack
+from inspector.trace.packed import made_shape, pack, shape_of, unpack
 
-# The host's rows: (FIGURES, tiktoken, rough_chars, images).
-FIGURES = shape_of(("tiktoken", "rough_chars", "images"))
+_NAMES = ("tiktoken", "rough_chars", "images")
+# The host's rows: (FIGURES, tiktoken, rough_chars) for a message without images, else
+# (FIGURES_IMAGES, tiktoken, rough_chars, images).
+FIGURES = made_shape("figures", _NAMES, lambda row: {"tiktoken": row[1], "rough_chars": row[2], "images": 0})
+FIGURES_IMAGES = shape_of(_NAMES)
 _ABSENT = object()
+
+
+def figures(tiktoken: int, rough_chars: int, images: int) -> tuple[Any, ...]:
+    """The host's row of one message's figures (read ``images`` as ``row[3] if len(row) > 3 else 0``)."""
+    if images == 0 and type(images) is int:
+        return (FIGURES, tiktoken, rough_chars)
+    return (FIGURES_IMAGES, tiktoken, rough_chars, images)
 
 
 class TokenTable(MutableMapping):

@@ -9,8 +9,8 @@ import inspect
 import pytest
 
 from inspector.trace.model import EV_REQUEST, EV_RESPONSE, Event, Request, hold_request
-from inspector.trace.packed import LIST, VALUE, is_packed, keys_of, pack, shape_of, unpack
-from inspector.trace.token_table import FIGURES, TokenTable
+from inspector.trace.packed import LIST, VALUE, is_packed, keys_of, pack, pack_usage, shape_of, unpack
+from inspector.trace.token_table import TokenTable, figures
 
 SAMPLES = [
     {"prompt_tokens": 1234, "site": "pre_api", "figure": "rough"},
@@ -144,7 +144,50 @@ def test_a_row_changes_by_assigning_a_new_one():
     assert table["k"] == {"tiktoken": 4}
 
 
-def test_the_hosts_rows_read_as_its_three_figures():
+def test_the_hosts_rows_read_as_its_three_figures_with_or_without_images():
     table = TokenTable()
-    table.rows["k"] = (FIGURES, 30, 140, 0)
+    table.rows["k"] = figures(30, 140, 0)
+    table.rows["j"] = figures(40, 150, 2)
+    assert len(table.rows["k"]) == 3  # no images: nothing held for them
     assert table["k"] == {"tiktoken": 30, "rough_chars": 140, "images": 0}
+    assert table["j"] == {"tiktoken": 40, "rough_chars": 150, "images": 2}
+
+
+# -- usage, the gates' arguments, empty block counts -------------------------------------------
+
+
+def _usage(p=1_000, c=20, cr=600, cw=100, r=0):
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c, "input_tokens": max(0, p - cr - cw),
+            "output_tokens": c, "cache_read_tokens": cr, "cache_write_tokens": cw, "reasoning_tokens": r}
+
+
+@pytest.mark.parametrize("usage", [
+    _usage(), _usage(p=10, cr=600),  # input clamped at 0
+    {**_usage(), "total_tokens": 7},  # not what it is made of
+    {**_usage(), "prompt_tokens": 1_000.0},  # a float
+    {**_usage(), "extra": 1},
+    dict(reversed(list(_usage().items()))),  # another key order
+])
+def test_a_usage_dict_packed_reads_back_exactly(usage):
+    held = pack_usage(usage)
+    assert is_packed(held) and unpack(held) == usage and repr(unpack(held)) == repr(usage)
+
+
+def test_hermes_usage_is_held_as_the_five_numbers_the_rest_is_made_of():
+    assert len(pack_usage(_usage())) == 6 and len(pack_usage({**_usage(), "total_tokens": 7})) == 9
+
+
+def test_should_compress_arguments_hold_only_the_figure_and_read_with_their_site_and_figure():
+    from inspector.host.gates import _should_at
+
+    held = _should_at(1_234, "pre_api", "anchored")
+    assert len(held) == 2 and unpack(held) == {"prompt_tokens": 1_234, "site": "pre_api", "figure": "anchored"}
+    assert keys_of(held) == ("prompt_tokens", "site", "figure")
+
+
+def test_empty_block_counts_held_as_none_read_as_a_new_empty_list():
+    from inspector.trace.model import NO_BLOCKS, CacheInfo
+
+    info = CacheInfo(read=5, block_tokens=NO_BLOCKS)
+    assert info.block_tokens == [] and info.block_tokens is not info.block_tokens
+    assert info == CacheInfo(read=5) and dataclasses.asdict(info) == dataclasses.asdict(CacheInfo(read=5))
