@@ -21,6 +21,7 @@ whoever changes one must assign a new dict, not edit the one read.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +37,7 @@ _by_keys: dict[tuple[Any, ...], bytes | None] = {}
 _plain: dict[tuple[str, ...], bytes] = {}  # the key sets of _by_keys whose shape holds every value as it is
 _STR = frozenset({str})
 _REMEMBERED = 4096  # key sets remembered (an engine's status may name new keys all the time)
+_making = threading.Lock()
 
 
 def shape_of(keys: tuple[str, ...], tags: tuple[int, ...] | None = None) -> bytes:
@@ -43,9 +45,12 @@ def shape_of(keys: tuple[str, ...], tags: tuple[int, ...] | None = None) -> byte
     tags = tags if tags is not None else (VALUE,) * len(keys)
     handle = _handles.get((keys, tags))
     if handle is None:
-        handle = b"shape %d" % len(_layouts)
-        _layouts[handle] = (keys, tags, not any(tags), None)
-        _handles[(keys, tags)] = handle
+        with _making:  # replays on two threads must not number two shapes alike
+            handle = _handles.get((keys, tags))
+            if handle is None:
+                handle = b"shape %d" % len(_layouts)
+                _layouts[handle] = (keys, tags, not any(tags), None)
+                _handles[(keys, tags)] = handle
     return handle
 
 
@@ -54,8 +59,9 @@ def made_shape(name: str, keys: tuple[str, ...], make: Callable[[tuple], dict]) 
     ``make(packed)`` builds the dict (with ``keys``, in order). Whoever packs one checks first
     that ``make`` gives back exactly the dict (see :func:`pack_usage`)."""
     handle = b"made " + name.encode()
-    if handle not in _layouts:
-        _layouts[handle] = (keys, (VALUE,) * len(keys), False, make)
+    with _making:
+        if handle not in _layouts:
+            _layouts[handle] = (keys, (VALUE,) * len(keys), False, make)
     return handle
 
 
