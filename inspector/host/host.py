@@ -52,6 +52,7 @@ from inspector.trace.model import (
     Fault,
     Request,
     Trace,
+    hold_request,
 )
 from inspector.trace.packed import LIST, VALUE, pack_usage, shape_of
 
@@ -496,7 +497,7 @@ class Host:
         self._last_usage = dict(usage_dict)
         # Both kept as read now, packed: the request's usage and the call's {"usage": …} made of it.
         request.usage = pack_usage(usage_dict)
-        ev.args_held = request  # type: ignore[attr-defined]  # read as {"usage": request.usage} (Event.args)
+        hold_request(ev, request)  # its args read as {"usage": request.usage}
         history = asm_part.history
         history.append(assistant)
         asm_part.set_anchor(usage.prompt_tokens)

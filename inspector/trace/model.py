@@ -393,8 +393,8 @@ class Event:
                  thread: str | None = None, note: str | None = None, output: str | None = None) -> None:
         """The dataclass's own, except that ``args``, ``result`` and ``status`` are stored as given
         (the slots under their second names, see :func:`inspector.trace.packed.read_through`):
-        a replay builds a hundred thousand events, and their setters would cost more than all
-        the packing saves. ``tests/trace/test_packed.py`` holds it to the fields."""
+        a replay builds a hundred thousand events, and through their setters each cost a fifth
+        more to build. ``tests/trace/test_packed.py`` holds it to the fields."""
         self.index = index
         self.kind = kind
         self.turn = turn
