@@ -81,6 +81,8 @@ from inspector.input_files import (
 )
 from inspector.jsonfast import dumps_bytes, loads
 from inspector.trace.model import (
+    EV_RESPONSE,
+    STATUS_FROM_STATE,
     CacheInfo,
     Event,
     Fault,
@@ -90,7 +92,7 @@ from inspector.trace.model import (
     earlier_message_keys,
     message_key,
 )
-from inspector.trace.packed import shape_of
+from inspector.trace.packed import shape_of, usage_numbers
 from inspector.trace.prefix import common_prefix_len
 from inspector.trace.token_table import TokenTable
 
@@ -785,6 +787,10 @@ def _more_fields(objs: Sequence[Any], done: set[str], defaults: dict[str, Any]) 
     return out
 
 
+# Held values an event's args or result read as unchanged (inspector.trace.packed.read_through).
+_AS_HELD = frozenset({dict, list, str, int, float, bool, type(None)})
+
+
 def _encode_events(events: Sequence[Event], requests: Sequence[Request], index: dict[str, int]) -> dict[str, Any]:
     kinds = _Strings()
     shapes = _Shapes(index)
@@ -798,6 +804,10 @@ def _encode_events(events: Sequence[Event], requests: Sequence[Request], index: 
     last_status: Any = None
     state_at = status_at = -1
     n_requests = len(requests)
+    usage_of: Any = None
+    request_usage: Any = None
+    last_held: Any = None
+    last_held_state: Any = None
     for i, ev in enumerate(events):
         if type(ev.kind) is str:
             kind.append(kinds.id(ev.kind))
@@ -822,7 +832,9 @@ def _encode_events(events: Sequence[Event], requests: Sequence[Request], index: 
             request.append(d + 1 if d >= 0 else d)
             prev_req = r
             if 0 <= r < n_requests:
-                usage, response = requests[r].usage, requests[r].response_key
+                if r != usage_of:  # a request's events in a row: its usage read once (a read unpacks it)
+                    usage_of, request_usage = r, requests[r].usage
+                usage, response = request_usage, requests[r].response_key
         else:
             request.append(0)
             more.setdefault("request", {})[str(i)] = r
@@ -839,14 +851,21 @@ def _encode_events(events: Sequence[Event], requests: Sequence[Request], index: 
             more.setdefault("duration", {})[str(i)] = ev.duration
         else:
             duration.append(us)
-        a = ev.args
+        # What args and result hold (Event: a dict, or what reads as one); read through the
+        # property only where the held value is not already what it reads as.
+        a = ev.args_held
+        if type(a) is Request and a.index == r and ev.kind == EV_RESPONSE:
+            a = {"usage": usage}  # what it reads as, with the request's usage just read (the same dict, not another)
+        elif type(a) not in _AS_HELD:
+            a = ev.args
         if type(a) is dict and not a:
             args.append(None)
         elif a is None:
             args.append([-2])
         else:
             args.append(shapes.encode(a, usage, response))
-        result.append(shapes.encode(ev.result, usage, response))
+        res = ev.result_held
+        result.append(shapes.encode(res if type(res) in _AS_HELD else ev.result, usage, response))
         s = ev.state
         if s is not None:
             if type(s) not in (tuple, list):
@@ -861,11 +880,17 @@ def _encode_events(events: Sequence[Event], requests: Sequence[Request], index: 
                 else:
                     state.append({"full": list(s)})
                 last_state = s
-        st = ev.status
+        held = ev.status_held
+        if held is not None and held is last_held and (held is not STATUS_FROM_STATE or ev.state is last_held_state):
+            st = last_status  # what the last dict status was held as (and of the same state): not read again
+        else:
+            st = ev.status
         if st is not None:
             if type(st) is not dict:
                 more.setdefault("status", {})[str(i)] = st
+                last_held = None
             else:
+                last_held, last_held_state = held, ev.state
                 status.append(i - status_at)
                 status_at = i
                 if last_status is not None and st == last_status:
@@ -1035,7 +1060,8 @@ def _encode_requests(requests: Sequence[Request], index: dict[str, int]) -> dict
     prev_blocks: Sequence[Any] = ()
     for i, req in enumerate(requests):
         for name, col in (("usage", usage), ("recorded", recorded)):
-            enc = _usage_encode(getattr(req, name))
+            numbers = usage_numbers(req.usage_held) if name == "usage" else None  # held as them already
+            enc = numbers if numbers is not None else _usage_encode(getattr(req, name))
             if enc is MISSING:
                 col.append(None)
                 more.setdefault(name, {})[str(i)] = getattr(req, name)
@@ -1062,11 +1088,12 @@ def _encode_requests(requests: Sequence[Request], index: dict[str, int]) -> dict
         else:
             response.append(key)
         info = req.cache
-        if type(info.reason) is str:
-            reason.append(_template(info.reason, templates))
+        words = info.reason  # a hit's is made at each read (inspector.cache.reasons): read once
+        if type(words) is str:
+            reason.append(_template(words, templates))
         else:
             reason.append("")
-            more.setdefault("cache.reason", {})[str(i)] = info.reason
+            more.setdefault("cache.reason", {})[str(i)] = words
         reason_kind.append(kinds.id(info.reason_kind) if type(info.reason_kind) is str else kinds.id(""))
         if type(info.reason_kind) is not str:
             more.setdefault("cache.reason_kind", {})[str(i)] = info.reason_kind

@@ -174,6 +174,14 @@ def pack_usage(usage: Any) -> Any:
     return pack(usage)
 
 
+def usage_numbers(held: Any) -> list[int] | None:
+    """``[prompt, completion, cache_read, cache_write, reasoning]`` of a usage :func:`pack_usage`
+    held as them, else None (what a saved trace writes for it: inspector.trace.io)."""
+    if type(held) is tuple and held and held[0] is _USAGE:
+        return list(held[1:])
+    return None
+
+
 def read_through(cls: type, name: str, derive: Callable[[Any, Any], Any] | None = None) -> None:
     """Make field ``name`` of slotted dataclass ``cls`` read what its slot holds as the value it
     stands for: a packed value unpacked; with ``derive``, any other value ``held`` that is not JSON
