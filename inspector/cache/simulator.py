@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from itertools import accumulate, repeat
 from typing import Any
 
+from inspector.cache.reasons import HitWords, detail
 from inspector.cache.rules import Profile, Rules, load_rules
+from inspector.trace.packed import read_through
 from inspector.trace.prefix import common_prefix_len
 
 DISABLED_TTLS = frozenset({"", "0", "off", "none", "false", "disabled", "no"})
@@ -78,6 +80,15 @@ class CacheResult:
     total: int = 0  # read + write + uncached
 
 
+def _words(res: CacheResult, held: object) -> object:
+    if type(held) is HitWords:
+        return held.words(res.read, res.write, res.uncached, res.break_index)  # type: ignore[arg-type]
+    return held
+
+
+read_through(CacheResult, "reason", _words)  # a hit's reason is held as HitWords (inspector.cache.reasons)
+
+
 @dataclass(slots=True)
 class _Lookup:
     """What the lookup found: the longest live entry and the longest expired one above it."""
@@ -130,6 +141,7 @@ class CacheSimulator:
         self._next_purge = _PURGE_START
         self.requests = 0
         self._warm: dict[str, int] = {}  # tools key → head tokens other sessions keep cached
+        self._hits: tuple[Profile, int, HitWords] | None = None  # see _hit_words
 
     # -- public ----------------------------------------------------------------------
     def keep_warm(self, tools_key: str, tokens: int) -> None:
@@ -224,12 +236,13 @@ class CacheSimulator:
             self._classify(res, lookup, prev, lcp if tools_same else 0, block_keys, roles, tools_key, tsum)
             warm = min(self._warm.get(tools_key, 0), int(tools_tokens), total) if mode != "ideal" else 0
             if warm > res.read:
+                words = res.reason  # in words now: the figures it is made of change below
                 gain = warm - res.read
                 res.read = warm
                 res.write = max(0, res.write - gain)
                 res.uncached = total - res.read - res.write
                 res.write_1h = res.write if self.ttl == "1h" else 0
-                res.reason += f"; {warm:,} head tokens read from a cache other sessions keep warm"
+                res.reason = words + f"; {warm:,} head tokens read from a cache other sessions keep warm"
         self._prev = _Prev(block_keys, hashes, tools_key, roles, has_system, tsum, int(tools_tokens))
         if len(self._entries) > self._next_purge:
             self._purge(now)
@@ -428,7 +441,6 @@ class CacheSimulator:
         """
         n = len(keys)
         served = res.break_index if res.break_index is not None else n
-        detail = self._detail(res, served)
         if prev is None:
             res.reason_kind = "cold"
             res.reason = "cold start: first request" + self._write_note(res, tsum)
@@ -436,13 +448,14 @@ class CacheSimulator:
         if lookup.dead > lookup.live:
             age = self._now - lookup.dead_used
             res.reason_kind = "ttl"
-            res.reason = f"TTL lapsed: {age:,.0f} s since last use > {self.ttl_seconds:,.0f} s; {detail}"
+            res.reason = (f"TTL lapsed: {age:,.0f} s since last use > {self.ttl_seconds:,.0f} s; "
+                          + self._detail(res, served))
             if res.diverge_index is not None:
                 res.reason += "; also " + self._break_words(res, prev, keys, roles, tools_key)
             return
         if res.diverge_index is not None and served <= res.diverge_index:
             res.reason_kind = "prefix_break"
-            res.reason = self._break_words(res, prev, keys, roles, tools_key) + "; " + detail
+            res.reason = self._break_words(res, prev, keys, roles, tools_key) + "; " + self._detail(res, served)
             return
         if served < shared and lookup.live < shared:
             if tsum[shared] < self.min_prefix:
@@ -450,34 +463,47 @@ class CacheSimulator:
                 res.reason = (
                     f"below minimum: the {tsum[shared]:,}-token common prefix is under the "
                     f"{self.min_prefix:,}-token minimum for {self.model or 'this profile'}, so nothing was cached; "
-                    + detail
+                    + self._detail(res, served)
                 )
                 return
             if self.profile.mode == "breakpoints":
                 res.reason_kind = "lookback"
                 res.reason = (
                     f"lookback miss: the previous request's cache entry (through message {shared - 1}) is more "
-                    f"than {self.profile.lookback_blocks} blocks before the nearest breakpoint; " + detail
+                    f"than {self.profile.lookback_blocks} blocks before the nearest breakpoint; "
+                    + self._detail(res, served)
                 )
                 return
         if res.read == 0 and (res.total or res.uncached):
             # Nothing broke and nothing lapsed, yet nothing was read (a prefix too short to have
             # been stored, a profile step above it): a request that read nothing is a miss.
             res.reason_kind = "miss"
-            res.reason = "miss: nothing was read from the cache; " + detail
+            res.reason = "miss: nothing was read from the cache; " + self._detail(res, served)
             return
         res.reason_kind = "hit"
-        res.reason = "hit: " + detail
+        if res.break_index is not None and res.total in (0, res.read + res.write + res.uncached):
+            # Nine requests in ten: held as HitWords, in words only when read (inspector.cache.reasons).
+            res.reason = self._hit_words()
+        else:
+            res.reason = "hit: " + self._detail(res, served)
 
     def _detail(self, res: CacheResult, served: int) -> str:
-        parts = [f"read {res.read:,} of {res.total or (res.read + res.write + res.uncached):,} tokens"]
-        if served and res.read:
-            parts[0] += f" (messages 0–{served - 1})" if served > 1 else " (message 0)"
-        if res.write:
-            parts.append(f"wrote {res.write:,}")
-        if self.profile.mode == "automatic" and self.profile.granularity > 1 and res.read:
-            parts.append(f"{self.profile.granularity}-token steps from {self.min_prefix:,}")
-        return ", ".join(parts)
+        return detail(res.read, res.total or (res.read + res.write + res.uncached), served, res.write, self._steps())
+
+    def _steps(self) -> str:
+        """The profile's rounding in words, said of every request that read something ("" if none)."""
+        if self.profile.mode != "automatic" or self.profile.granularity <= 1:
+            return ""
+        return f"{self.profile.granularity}-token steps from {self.min_prefix:,}"
+
+    def _hit_words(self) -> HitWords:
+        """The words of a hit under this profile: one object per wording, shared by every hit."""
+        made = self._hits
+        if made is not None and made[0] is self.profile and made[1] == self.min_prefix:
+            return made[2]
+        words = HitWords(self._steps())
+        self._hits = (self.profile, self.min_prefix, words)
+        return words
 
     def _write_note(self, res: CacheResult, tsum: list[int]) -> str:
         if res.write:

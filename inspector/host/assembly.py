@@ -34,6 +34,7 @@ from inspector.tokens.rough import (
     rough_from_chars,
 )
 from inspector.trace.model import Fault
+from inspector.trace.token_table import FIGURES, FIGURES_IMAGES
 
 
 def _anchor(message: dict[str, Any]) -> str | None:
@@ -92,7 +93,9 @@ class AssembledHistory:
     def clean(self) -> bool:
         return not (self.open_calls or self.open_results or self.bad_roles)
 
-    def add(self, shaped: dict, wire: dict, key: str, tokens: dict[str, int], raw_chars: int, raw_images: int) -> None:
+    def add(self, shaped: dict, wire: dict, key: str, tokens: tuple[Any, int, int, int], raw_chars: int,
+            raw_images: int) -> None:
+        """Append a message; ``tokens``: its row of the store's token table (inspector.trace.token_table.figures)."""
         self.shaped.append(shaped)
         self.wire.append(wire)
         self.keys.append(key)
@@ -115,10 +118,12 @@ class AssembledHistory:
                         self.open_calls.add(cid)
         elif role not in VALID_ROLES:
             self.bad_roles += 1
-        self.tiks.append(tokens["tiktoken"])
-        self.chars += tokens["rough_chars"]
-        self.images += tokens["images"]
-        self.tik += tokens["tiktoken"]
+        tik = tokens[1]
+        self.tiks.append(tik)
+        self.chars += tokens[2]
+        if len(tokens) > 3:
+            self.images += tokens[3]
+        self.tik += tik
         self.raw_chars += raw_chars
         self.raw_images += raw_images
 
@@ -196,11 +201,12 @@ class RequestAssembly:
 
     def _finish_forms(self, message: dict[str, Any], shaped: dict, wire: dict, key: str,
                       chars: int | None) -> tuple[dict, dict, str, int, int]:
-        figures = self.count(key, wire, chars)
-        raw_chars, raw_images = rough_chars_from(wire, figures["rough_chars"], message), 0
+        row = self.count(key, wire, chars)
+        rough_chars, images = row[2], (row[3] if len(row) > 3 else 0)
+        raw_chars, raw_images = rough_chars_from(wire, rough_chars, message), 0
         if raw_chars is None:
             if len(wire) == len(message) and all(a is b and wire[a] is message[b] for a, b in zip(wire, message)):
-                raw_chars, raw_images = figures["rough_chars"], figures["images"]
+                raw_chars, raw_images = rough_chars, images
             else:
                 raw_chars, raw_images = self.raw_rough(message)
         self._form_cache[id(message)] = (message, shaped, wire, key, raw_chars, raw_images)
@@ -248,7 +254,7 @@ class RequestAssembly:
                                                       else self.store.put_keyed(wire, made))))
         recall = getattr(self.counter, "recall", None)
         if callable(recall):
-            tokens = self.store.tokens
+            tokens = self.store.tokens.rows
             recall([t[3] for t in todo if t[3] not in tokens])
         for message, shaped, wire, key, chars in todo:
             entry = cache.get(id(message))
@@ -276,19 +282,21 @@ class RequestAssembly:
             images += i
         return rough_from_chars(chars, images)
 
-    def count(self, key: str, wire: dict[str, Any], chars: int | None = None) -> dict[str, int]:
-        """Token figures of a wire message; ``chars`` is its repr length when hashing measured it."""
-        figures = self.store.tokens.get(key)
+    def count(self, key: str, wire: dict[str, Any], chars: int | None = None) -> tuple[Any, ...]:
+        """Token figures of a wire message, its row of the store's table ``(shape, tiktoken,
+        rough_chars[, images])`` (:func:`inspector.trace.token_table.figures`); ``chars`` is its
+        repr length when hashing measured it."""
+        rows = self.store.tokens.rows
+        figures = rows.get(key)
         if figures is None:
             if chars is not None and is_plain(wire):
                 images = 0  # nothing for Hermes' estimator to strip: the repr is what it measures
             else:
                 chars, images = message_rough_chars(wire)
-            figures = self.store.tokens[key] = {
-                "tiktoken": self.counter.count_message(wire, key=key),
-                "rough_chars": chars,
-                "images": images,
-            }
+            tik = self.counter.count_message(wire, key=key)
+            # inspector.trace.token_table.figures, inline: a row per distinct message
+            figures = rows[key] = (FIGURES, tik, chars) if images == 0 and type(images) is int else (
+                FIGURES_IMAGES, tik, chars, images)
         return figures
 
     def system(self) -> tuple[dict, dict, str] | None:
@@ -331,11 +339,11 @@ class RequestAssembly:
                 self._asm = None
 
     # -- references the trace records ------------------------------------------------------
-    def inputs_ref(self, inputs: list[dict[str, Any]]) -> dict[str, int] | None:
-        """The turn's inputs as the wire-form keys they will have in requests (already computed)."""
+    def inputs_list(self, inputs: list[dict[str, Any]]) -> int | None:
+        """The turn's inputs as a list id of the wire-form keys they will have in requests (already computed)."""
         if not inputs:
             return None
-        return {"$list": self.store.put_list([self.forms(m)[2] for m in inputs])}
+        return self.store.put_list([self.forms(m)[2] for m in inputs])
 
     def history_ref(self) -> dict[str, int]:
         """The current history as a list id of wire-form keys (shared with requests, so diffs align)."""
@@ -357,10 +365,10 @@ class RequestAssembly:
             asm = AssembledHistory(history)
             system = self.system()
             if system is not None:
-                asm.add(system[0], system[1], system[2], self.store.tokens[system[2]], 0, 0)
+                asm.add(system[0], system[1], system[2], self.store.tokens.rows[system[2]], 0, 0)
             asm.n = 0
             self._asm = asm
-        tokens = self.store.tokens
+        tokens = self.store.tokens.rows
         for msg in history[asm.n:]:
             shaped, wire, key, raw_chars, raw_images = self.forms(msg)
             asm.add(shaped, wire, key, tokens[key], raw_chars, raw_images)
@@ -512,12 +520,13 @@ class RequestAssembly:
         """(rough pressure for the pre-API gate, tokenizer count) of the request being sent."""
         if differs:
             chars = images = tik = 0
-            tokens = self.store.tokens
+            tokens = self.store.tokens.rows
             for k in keys:
-                t = tokens[k]
-                chars += t["rough_chars"]
-                images += t["images"]
-                tik += t["tiktoken"]
+                row = tokens[k]
+                tik += row[1]
+                chars += row[2]
+                if len(row) > 3:
+                    images += row[3]
         else:
             chars, images, tik = asm.chars, asm.images, asm.tik
         rough = rough_from_chars(chars, images) + self.tools_rough + self.usage_model.hidden_tokens

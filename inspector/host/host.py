@@ -46,14 +46,23 @@ from inspector.trace.model import (
     EV_SELECT,
     EV_TURN,
     KEY_SCHEME,
+    NO_BLOCKS,
     CacheInfo,
     Event,
     Fault,
     Request,
     Trace,
+    hold_request,
 )
+from inspector.trace.packed import LIST, VALUE, pack_usage, shape_of
 
 MIN_CONTEXT_LENGTH = 64_000
+
+# Arguments of the host's most frequent events, held packed (inspector.trace.packed).
+_USAGE_ARGS = shape_of(("usage",))
+_REQUEST_TOKENS = shape_of(("tiktoken", "rough", "tools", "completion"))
+_TURN_ARGS = shape_of(("inputs", "timestamp"), (LIST, VALUE))
+_TURN_NO_INPUTS = shape_of(("inputs", "timestamp"))
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
@@ -314,8 +323,9 @@ class Host:
         self._last_usage = None
         user = next((m for m in inputs if m.get("role") == "user"), None)
         self._turn_user = user
+        inputs_id = self.asm.inputs_list(inputs)  # {"inputs": {"$list": id} or None, "timestamp": …}
         ev = Event(index=0, kind=EV_TURN, turn=rec.turn, t=rec.now(),
-                   args={"inputs": self.asm.inputs_ref(inputs), "timestamp": timestamp})
+                   args=(_TURN_ARGS, inputs_id, timestamp) if inputs_id is not None else (_TURN_NO_INPUTS, None, timestamp))
         ev.state = rec.state()
         rec.add(ev)
         self.asm.history.extend(inputs)
@@ -440,11 +450,12 @@ class Host:
         assistant = response.message
         # Through the per-message cache: the assistant joins the history next, already shaped.
         a_key = asm_part.forms(assistant)[2]
-        completion = self.store.tokens[a_key]["tiktoken"]
+        rows = self.store.tokens.rows  # (shape, tiktoken, rough_chars[, images]): inspector.trace.token_table
+        completion = rows[a_key][1]
         differs = sel_keys is not keys  # chosen by the engine or changed by the sanitiser
         if differs:
-            tokens, messages = self.store.tokens, self.store.messages
-            block_tokens = [tokens[k]["tiktoken"] for k in sel_keys]
+            messages = self.store.messages
+            block_tokens = [rows[k][1] for k in sel_keys]
             roles = [messages[k].get("role", "?") for k in sel_keys]
         else:
             asm = asm_part.assembled()
@@ -468,21 +479,25 @@ class Host:
         request = Request(
             index=req_index, turn=rec.turn, call=self._turn_calls - 1, event=0,
             assembled=assembled_id, selected=selected_id, selected_by_engine=by_engine,
-            tokens={"tiktoken": tik, "rough": pressure, "tools": tools_tokens, "completion": completion},
+            tokens=(_REQUEST_TOKENS, tik, pressure, tools_tokens, completion),  # held packed (inspector.trace.packed)
             usage=usage_dict,
             recorded=self._recorded_dict(response),
             cache=cache, timestamp=response.timestamp, response_key=a_key,
         )
         self.trace.requests.append(request)
-        ev = Event(index=0, kind=EV_REQUEST, turn=rec.turn, request=req_index, t=rec.now(),
-                   args={"messages": {"$list": selected_id}}, result={"$msg": a_key})
+        # Its args and result, {"messages": {"$list": selected_id}} and {"$msg": a_key}, held as the request.
+        ev = Event(index=0, kind=EV_REQUEST, turn=rec.turn, request=req_index, t=rec.now(), args=request,
+                   result=request)
         ev.state = rec.state()
         rec.add(ev)
         request.event = ev.index
         rec.events_since_request = []
 
-        ev, _ = rec.hook("update_from_response", usage_dict, record_args={"usage": usage_dict}, request=req_index)
+        ev, _ = rec.hook("update_from_response", usage_dict, record_args=(_USAGE_ARGS, usage_dict), request=req_index)
         self._last_usage = dict(usage_dict)
+        # Both kept as read now, packed: the request's usage and the call's {"usage": …} made of it.
+        request.usage = pack_usage(usage_dict)
+        hold_request(ev, request)  # its args read as {"usage": request.usage}
         history = asm_part.history
         history.append(assistant)
         asm_part.set_anchor(usage.prompt_tokens)
@@ -547,7 +562,7 @@ class Host:
     def _simulate(self, sel_keys: tuple[str, ...], block_tokens: list[int], timestamp: float | None,
                   roles: list[str], source_index: int | None = None) -> CacheInfo:
         # block_tokens stays empty: it is derivable from the selected list and per-key counts.
-        info = CacheInfo(reason_kind="disabled", reason="no cache simulator")
+        info = CacheInfo(reason_kind="disabled", reason="no cache simulator", block_tokens=NO_BLOCKS)
         asm = self.asm
         if self.simulator is None:
             info.uncached = sum(block_tokens) + asm.tools_tokens
@@ -567,7 +582,12 @@ class Host:
             info.reason = f"cache simulator failed: {exc}"
             return info
         info.read, info.write, info.uncached = res.read, res.write, res.uncached
-        info.break_index, info.reason_kind, info.reason = res.break_index, res.reason_kind, res.reason
+        # As held: a hit's reason is words made when read, from the figures just copied (inspector.cache.reasons).
+        try:
+            held = res.reason_held
+        except AttributeError:  # a stand-in simulator's result: words only
+            held = res.reason
+        info.break_index, info.reason_kind, info.reason = res.break_index, res.reason_kind, held
         self._write_1h = getattr(res, "write_1h", 0)
         diverge = getattr(res, "diverge_index", None)
         if diverge is not None and res.reason_kind not in ("hit", "cold", "disabled"):

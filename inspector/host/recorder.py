@@ -28,10 +28,12 @@ from inspector.trace.model import (
     EV_NOTE,
     EV_PLUGIN_HOOK,
     STATE_FIELDS,
+    STATUS_FROM_STATE,
     Event,
     Fault,
     Trace,
 )
+from inspector.trace.packed import keys_of, pack, unpack
 
 _STATE_GETTER = operator.attrgetter(*STATE_FIELDS)
 _INT_ONLY = frozenset({int})
@@ -102,6 +104,10 @@ class HookRecorder:
         self._status_failed = False
         self._status_raw: tuple[Any, ...] | None = None
         self._raw_state: tuple[Any, ...] | None = None  # the attributes state() last read
+        self._status_seen: dict[str, Any] | None = None  # the status last packed, and its packed form
+        self._status_held: Any = None
+        # Per hook, the shapes of packed record_args whose keys its row records (checked once each).
+        self._kept_shapes: dict[str, set[bytes]] = {row.hook: set() for row in profile.hooks}
 
     @property
     def output(self) -> capture.RunOutput:
@@ -131,13 +137,21 @@ class HookRecorder:
         except Exception:  # a __getattr__ that raises something else: treat as absent
             return False
 
-    def hook(self, hook: str, /, *args: Any, record_args: dict[str, Any] | None = None, request: int | None = None,
+    def hook(self, hook: str, /, *args: Any, record_args: Any = None, request: int | None = None,
              on_pool: bool | None = None, timeout: float | None = None, **kwargs: Any) -> tuple[Event, CallOutcome]:
-        """Call engine hook ``hook`` as its row says and record it; the trace keeps only the row's arguments."""
+        """Call engine hook ``hook`` as its row says and record it; the trace keeps only the row's arguments
+        (``record_args``: a dict, or one packed by the caller, :mod:`inspector.trace.packed`)."""
         row = self._rows[hook]
-        if record_args and not self._recorded[hook].issuperset(record_args):
+        if record_args:
             keep = self._recorded[hook]
-            record_args = {k: v for k, v in record_args.items() if k in keep}
+            if type(record_args) is dict:
+                if not keep.issuperset(record_args):
+                    record_args = {k: v for k, v in record_args.items() if k in keep}
+            elif record_args[0] not in self._kept_shapes[hook]:  # packed: its keys checked once per shape
+                if keep.issuperset(keys_of(record_args)):
+                    self._kept_shapes[hook].add(record_args[0])
+                else:
+                    record_args = {k: v for k, v in unpack(record_args).items() if k in keep}
         fn = getattr(self.engine, hook)
         pooled = row.thread == POOL if on_pool is None else on_pool
         observer = self.observer
@@ -218,7 +232,7 @@ class HookRecorder:
         kind: str,
         fn: Any,
         *args: Any,
-        record_args: dict[str, Any] | None = None,
+        record_args: Any = None,
         request: int | None = None,
         on_pool: bool = False,
         timeout: float | None = None,
@@ -244,6 +258,19 @@ class HookRecorder:
                                       **kwargs)
                 if outcome.fault is not None and outcome.fault.kind == "timeout":
                     self._timeouts[kind] = self._timeouts.get(kind, 0) + 1
+            state = self.state()
+            if (self._status_built and self._raw_ints and not self._status_failed
+                    and "get_status" not in self._engine_dict):
+                # The base class's status of these int attributes: the event reads it from its
+                # state (STATUS_FROM_STATE), so it is neither built nor kept (see status()).
+                held_status = STATUS_FROM_STATE
+            else:
+                status = self.status()  # reuses what state() read
+                if status is not None and status is not self._status_seen:
+                    # Packed once per distinct status: a run of events with an unchanged status
+                    # shares one packed value, as it shared the dict (inspector.trace.packed).
+                    self._status_seen, self._status_held = status, pack(status)
+                held_status = self._status_held if status is not None else None
             event = Event(
                 index=0,
                 kind=kind,
@@ -252,11 +279,11 @@ class HookRecorder:
                 t=t,
                 duration=outcome.duration,
                 args=record_args or {},
+                state=state,
+                status=held_status,
                 fault=outcome.fault,
                 thread=outcome.thread if on_pool else None,  # inline hooks run on the host thread
             )
-            event.state = self.state()
-            event.status = self.status()
         finally:
             event_output = self._output.end(previous, pooled=on_pool)
         if event_output is not None:

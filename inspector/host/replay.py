@@ -324,6 +324,7 @@ def _play_all(host: Host, session: Session, wire: WireMessages, progress: Progre
             host.prepare([wire[i] for kept in ahead for i in kept], wire.measured)
         kept = ahead[n % PREPARE_TURNS]
         marker_pos = play_session_turn(host, session, turn, calls_by_index, markers, marker_pos, wire, kept)
+        wire.release(range(turn.start, turn.end))
         if progress is not None:
             progress(n + 1, total)
     return False

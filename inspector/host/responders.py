@@ -65,6 +65,16 @@ class WireMessages:
             form = self._forms[index] = wire_message(self._messages[index])
         return form
 
+    def release(self, indices: range) -> None:
+        """Forget the forms of messages the replay has fed (a played turn's): the host keeps those
+        it still needs, and a 10,000-turn replay no longer ends holding a form of every message
+        it played (12.6 MiB). A form asked for again is made again, equal but a new object."""
+        forms, measured = self._forms, self.measured
+        for index in indices:
+            form = forms.pop(index, None)
+            if form is not None:  # its measured entry goes too: a later form may reuse its id
+                measured.pop(id(form), None)
+
     def sent_form(self, index: int) -> tuple[dict[str, Any], str]:
         """The message as the host sends it (shaped and sanitised) and its trace key, kept in
         :attr:`measured`: the calibration counts every message before the replay does."""

@@ -48,6 +48,11 @@ _BATCH_MIN = 16  # below this, a thread pool costs more than it saves
 # took about a second to encode each time. Keyed by a digest of the text (not the text itself,
 # which would keep every large string of every session alive).
 _SHARED_MIN = 64 * 1024
+# Texts :meth:`TokenCounter.count_text` keeps the count of. A message's count is kept under its
+# key, so a long text is counted again only where it recurs in another message, which it rarely
+# does; keeping a count for each (a dict entry and an int) was 4 MiB of a 10,000-turn replay.
+# Short texts (roles, names, tool names, call ids) recur in almost every message.
+_KEEP_MAX = 256
 _SHARED_MAX_ENTRIES = 50_000
 _shared_counts: dict[tuple[str, bytes], int] = {}
 
@@ -127,7 +132,8 @@ class TokenCounter:
         n = self._texts.get(text)
         if n is None:
             n = self._encode_len(text)
-            self._texts[text] = n
+            if len(text) < _KEEP_MAX:
+                self._texts[text] = n
         return n
 
     def count_texts(self, texts: Sequence[str]) -> list[int]:

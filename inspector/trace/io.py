@@ -63,7 +63,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, fields, is_dataclass
@@ -81,6 +81,8 @@ from inspector.input_files import (
 )
 from inspector.jsonfast import dumps_bytes, loads
 from inspector.trace.model import (
+    EV_RESPONSE,
+    STATUS_FROM_STATE,
     CacheInfo,
     Event,
     Fault,
@@ -90,7 +92,9 @@ from inspector.trace.model import (
     earlier_message_keys,
     message_key,
 )
+from inspector.trace.packed import shape_of, usage_numbers
 from inspector.trace.prefix import common_prefix_len
+from inspector.trace.token_table import TokenTable
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -658,8 +662,10 @@ def _decode_messages(encoded: Any) -> dict[str, Any]:
     return out
 
 
-def _encode_tokens(tokens: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+def _encode_tokens(tokens: Mapping[str, Any], keys: list[str]) -> dict[str, Any]:
     """Per-message counts as one column per tokenizer name, in message order."""
+    if type(tokens) is not dict:  # a TokenTable: each row read once (a read unpacks it)
+        tokens = dict(tokens.items())
     names: dict[str, int] = {}
     extra: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
@@ -681,7 +687,7 @@ def _encode_tokens(tokens: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     return {"names": list(names), "columns": columns, "missing": _gaps(missing), "extra": extra}
 
 
-def _decode_tokens(encoded: Any, keys: list[str]) -> dict[str, dict[str, Any]]:
+def _decode_tokens(encoded: Any, keys: list[str]) -> TokenTable:
     _expect(isinstance(encoded, dict), "'tokens' is not an object")
     names = encoded.get("names", [])
     columns = encoded.get("columns", [])
@@ -690,9 +696,15 @@ def _decode_tokens(encoded: Any, keys: list[str]) -> dict[str, dict[str, Any]]:
     present = [k for i, k in enumerate(keys) if i not in missing]
     for col in columns:
         _expect(isinstance(col, list) and len(col) == len(present), "a token column has the wrong length")
-    out: dict[str, dict[str, Any]] = {}
+    out = TokenTable()
+    rows = out.rows
+    whole = shape_of(tuple(names)) if names and all(type(n) is str for n in names) else None
     for pos, key in enumerate(present):
-        out[key] = {name: col[pos] for name, col in zip(names, columns) if col[pos] is not None}
+        values = [col[pos] for col in columns]
+        if whole is not None and None not in values:
+            rows[key] = (whole, *values)  # what TokenTable holds for this row, made without the dict
+        else:
+            out[key] = {name: v for name, v in zip(names, values) if v is not None}
     extra = encoded.get("extra", {})
     _expect(isinstance(extra, dict), "token 'extra' is not an object")
     out.update(extra)
@@ -775,6 +787,10 @@ def _more_fields(objs: Sequence[Any], done: set[str], defaults: dict[str, Any]) 
     return out
 
 
+# Held values an event's args or result read as unchanged (inspector.trace.packed.read_through).
+_AS_HELD = frozenset({dict, list, str, int, float, bool, type(None)})
+
+
 def _encode_events(events: Sequence[Event], requests: Sequence[Request], index: dict[str, int]) -> dict[str, Any]:
     kinds = _Strings()
     shapes = _Shapes(index)
@@ -788,6 +804,10 @@ def _encode_events(events: Sequence[Event], requests: Sequence[Request], index: 
     last_status: Any = None
     state_at = status_at = -1
     n_requests = len(requests)
+    usage_of: Any = None
+    request_usage: Any = None
+    last_held: Any = None
+    last_held_state: Any = None
     for i, ev in enumerate(events):
         if type(ev.kind) is str:
             kind.append(kinds.id(ev.kind))
@@ -812,7 +832,9 @@ def _encode_events(events: Sequence[Event], requests: Sequence[Request], index: 
             request.append(d + 1 if d >= 0 else d)
             prev_req = r
             if 0 <= r < n_requests:
-                usage, response = requests[r].usage, requests[r].response_key
+                if r != usage_of:  # a request's events in a row: its usage read once (a read unpacks it)
+                    usage_of, request_usage = r, requests[r].usage
+                usage, response = request_usage, requests[r].response_key
         else:
             request.append(0)
             more.setdefault("request", {})[str(i)] = r
@@ -829,14 +851,21 @@ def _encode_events(events: Sequence[Event], requests: Sequence[Request], index: 
             more.setdefault("duration", {})[str(i)] = ev.duration
         else:
             duration.append(us)
-        a = ev.args
+        # What args and result hold (Event: a dict, or what reads as one); read through the
+        # property only where the held value is not already what it reads as.
+        a = ev.args_held
+        if type(a) is Request and a.index == r and ev.kind == EV_RESPONSE:
+            a = {"usage": usage}  # what it reads as, with the request's usage just read (the same dict, not another)
+        elif type(a) not in _AS_HELD:
+            a = ev.args
         if type(a) is dict and not a:
             args.append(None)
         elif a is None:
             args.append([-2])
         else:
             args.append(shapes.encode(a, usage, response))
-        result.append(shapes.encode(ev.result, usage, response))
+        res = ev.result_held
+        result.append(shapes.encode(res if type(res) in _AS_HELD else ev.result, usage, response))
         s = ev.state
         if s is not None:
             if type(s) not in (tuple, list):
@@ -851,11 +880,17 @@ def _encode_events(events: Sequence[Event], requests: Sequence[Request], index: 
                 else:
                     state.append({"full": list(s)})
                 last_state = s
-        st = ev.status
+        held = ev.status_held
+        if held is not None and held is last_held and (held is not STATUS_FROM_STATE or ev.state is last_held_state):
+            st = last_status  # what the last dict status was held as (and of the same state): not read again
+        else:
+            st = ev.status
         if st is not None:
             if type(st) is not dict:
                 more.setdefault("status", {})[str(i)] = st
+                last_held = None
             else:
+                last_held, last_held_state = held, ev.state
                 status.append(i - status_at)
                 status_at = i
                 if last_status is not None and st == last_status:
@@ -1025,7 +1060,8 @@ def _encode_requests(requests: Sequence[Request], index: dict[str, int]) -> dict
     prev_blocks: Sequence[Any] = ()
     for i, req in enumerate(requests):
         for name, col in (("usage", usage), ("recorded", recorded)):
-            enc = _usage_encode(getattr(req, name))
+            numbers = usage_numbers(req.usage_held) if name == "usage" else None  # held as them already
+            enc = numbers if numbers is not None else _usage_encode(getattr(req, name))
             if enc is MISSING:
                 col.append(None)
                 more.setdefault(name, {})[str(i)] = getattr(req, name)
@@ -1052,11 +1088,12 @@ def _encode_requests(requests: Sequence[Request], index: dict[str, int]) -> dict
         else:
             response.append(key)
         info = req.cache
-        if type(info.reason) is str:
-            reason.append(_template(info.reason, templates))
+        words = info.reason  # a hit's is made at each read (inspector.cache.reasons): read once
+        if type(words) is str:
+            reason.append(_template(words, templates))
         else:
             reason.append("")
-            more.setdefault("cache.reason", {})[str(i)] = info.reason
+            more.setdefault("cache.reason", {})[str(i)] = words
         reason_kind.append(kinds.id(info.reason_kind) if type(info.reason_kind) is str else kinds.id(""))
         if type(info.reason_kind) is not str:
             more.setdefault("cache.reason_kind", {})[str(i)] = info.reason_kind
@@ -1518,17 +1555,17 @@ def _decode_lists(
 def _decode_run(
     run: dict[str, Any],
     messages: dict[str, dict[str, Any]],
-    tokens: dict[str, dict[str, int]],
+    tokens: Mapping[str, dict[str, int]],
     keys: list[str],
 ) -> Trace:
     _expect(isinstance(messages, dict), "'messages' is not an object")
-    _expect(isinstance(tokens, dict), "'tokens' is not an object")
+    _expect(isinstance(tokens, Mapping), "'tokens' is not an object")
     meta = run.get("meta") or {}
     _expect(isinstance(meta, dict), "'meta' is not an object")
     trace = Trace(meta)
     store = trace.store
     store.messages = messages
-    store.tokens = tokens
+    store.tokens = tokens if isinstance(tokens, TokenTable) else TokenTable(tokens)
     for i, tup in enumerate(_decode_lists(run.get("lists", []), messages, keys)):
         if store.put_list(tup) != i:
             store.lists.append(tup)  # a duplicate list (never written by us): keep ids stable

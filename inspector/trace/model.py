@@ -14,10 +14,16 @@ import bisect
 import hashlib
 import json
 import re
+from array import array
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from inspector.trace.prefix import common_prefix_len
+from inspector.cache.reasons import HitWords
+from inspector.engines.contract import base_status
+from inspector.trace.key_lists import KeyLists, _Delta  # noqa: F401  (imported from here)
+from inspector.trace.packed import read_through
+from inspector.trace.token_table import TokenTable
 
 # Event kinds, in the vocabulary of Hermes' hook names (agent/context_engine.py:56-263 of hermes-agent 0.19.0, docs/host-contract.md §1). The UI groups and colours by these.
 EV_SESSION_START = "on_session_start"
@@ -235,113 +241,6 @@ def legacy_message_key(message: dict[str, Any]) -> str:
     return hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
 
 
-class _Delta:
-    """A key list stored as a prefix of an earlier list plus its own tail."""
-
-    __slots__ = ("base", "prefix", "tail", "depth")
-
-    def __init__(self, base: int, prefix: int, tail: tuple[str, ...], depth: int) -> None:
-        self.base, self.prefix, self.tail, self.depth = base, prefix, tail, depth
-
-
-class KeyLists:
-    """The interned key lists of a trace, most stored as a prefix of an earlier one plus a tail.
-
-    A replay records a list per request, and each is nearly always the previous one with a few
-    messages appended: written whole, the lists of a 10,000-turn replay hold some 6.6 million
-    references (the largest part of its memory). Stored as deltas they hold little more than
-    the appended keys. Reading one rebuilds it from at most :data:`MAX_DEPTH` deltas; the lists
-    read last are kept, so walking them in order (saving, the window's plots) costs a copy each.
-    Reads as a sequence of tuples, and compares equal to a list of the same tuples.
-    """
-
-    MAX_DEPTH = 12  # a list this many deltas from a whole one is stored whole
-    MIN_SHARED = 8  # a shorter shared prefix is not worth a delta
-    RECENT = 64
-
-    def __init__(self, lists: Any = ()) -> None:
-        self._items: list[tuple[str, ...] | _Delta] = []
-        self._recent: dict[int, tuple[str, ...]] = {}
-        for tup in lists:
-            self.append(tuple(tup))
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):  # a run of lists, e.g. what a worker streams in one batch
-            return [self[i] for i in range(*index.indices(len(self._items)))]
-        if index < 0:
-            index += len(self._items)
-        item = self._items[index]
-        if type(item) is tuple:
-            return item
-        found = self._recent.get(index)
-        if found is not None:
-            return found
-        assert isinstance(item, _Delta)
-        base = self[item.base]
-        out = base[:item.prefix] + item.tail if item.prefix < len(base) else base + item.tail
-        self._remember(index, out)
-        return out
-
-    def _remember(self, index: int, tup: tuple[str, ...]) -> None:
-        recent = self._recent
-        if len(recent) >= self.RECENT:
-            try:
-                del recent[next(iter(recent))]
-            except (KeyError, RuntimeError, StopIteration):  # another reader's thread evicted it first
-                pass
-        recent[index] = tup
-
-    def __iter__(self):
-        for i in range(len(self._items)):
-            yield self[i]
-
-    def stored_delta(self, index: int) -> tuple[int, int, tuple[str, ...]] | None:
-        """``(base, prefix, tail)`` when list ``index`` is stored as the first ``prefix`` keys of list
-        ``base`` followed by ``tail``; None when it is stored whole. What a stream of the lists can
-        send as it is, instead of comparing each list with the ones before it again."""
-        item = self._items[index]
-        if type(item) is tuple:
-            return None
-        return item.base, item.prefix, item.tail  # type: ignore[union-attr]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (KeyLists, list, tuple)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"KeyLists({len(self)} lists)"
-
-    def copy(self) -> KeyLists:
-        """A copy sharing the (immutable) stored lists: cheap, for a snapshot read on another thread."""
-        out = KeyLists()
-        out._items = list(self._items)
-        return out
-
-    CANDIDATES = 4  # the latest lists tried as a base (a request's list follows a turn's short input list)
-
-    def append(self, tup: tuple[str, ...]) -> None:
-        """Store ``tup`` as the next list: a delta on a recent list it mostly extends, else whole."""
-        items = self._items
-        if len(tup) >= self.MIN_SHARED:
-            for like in range(len(items) - 1, max(-1, len(items) - 1 - self.CANDIDATES), -1):
-                item = items[like]
-                depth = 0 if type(item) is tuple else item.depth  # type: ignore[union-attr]
-                if depth >= self.MAX_DEPTH:
-                    continue
-                shared = common_prefix_len(self[like], tup)
-                if shared >= self.MIN_SHARED and shared * 2 >= len(tup):
-                    items.append(_Delta(like, shared, tup[shared:], depth + 1))
-                    self._remember(len(items) - 1, tup)
-                    return
-        items.append(tup)
-
-
 class MessageStore:
     """Messages by key and interned key lists; each distinct message or list stored once."""
 
@@ -350,8 +249,9 @@ class MessageStore:
         self.lists: KeyLists = KeyLists()
         # Interning by the tuple's hash (the tuples themselves are not kept: see KeyLists).
         self._list_ids: dict[int, int | list[int]] = {}
-        # Per-key figures filled by the host's token counter: {key: {"tiktoken": n, "rough_chars": n, ...}}
-        self.tokens: dict[str, dict[str, int]] = {}
+        # Per-key figures filled by the host's token counter: {key: {"tiktoken": n, "rough_chars": n, ...}},
+        # rows held packed (a loaded or streamed trace may hold a plain dict)
+        self.tokens: MutableMapping[str, dict[str, Any]] = TokenTable()
 
     def put(self, message: dict[str, Any]) -> str:
         return self.put_measured(message)[0]
@@ -455,12 +355,21 @@ class Fault:
         return {"kind": self.kind, "message": self.message, "traceback": self.traceback}
 
 
+_NEW_DICT: Any = object()  # Event(args=...) not given: a new empty dict, as field(default_factory=dict) makes
+
+
 @dataclass(slots=True)
 class Event:
     """One hook call (or host marker), with inputs, outputs and the engine state after it.
 
     ``args``/``result`` hold JSON-able small values; message lists appear as ``{"$list": id}``
     and single messages as ``{"$msg": key}``.
+
+    ``args``, ``result`` and ``status`` may be held packed (:mod:`inspector.trace.packed`) or
+    as the :class:`Request` they are made of (a request marker's arguments and result, an
+    ``update_from_response`` call's arguments): either way they read as the dicts they stand
+    for, built anew at each read, so change one by assigning a new dict, never by editing the
+    one read.
     """
 
     index: int
@@ -478,6 +387,29 @@ class Event:
     note: str | None = None
     output: str | None = None  # what the engine printed and logged during the call (inspector.host.capture)
 
+    def __init__(self, index: int, kind: str, turn: int | None = None, request: int | None = None, t: float = 0.0,
+                 duration: float = 0.0, args: Any = _NEW_DICT, result: Any = None,
+                 state: tuple[int, ...] | None = None, status: Any = None, fault: Fault | None = None,
+                 thread: str | None = None, note: str | None = None, output: str | None = None) -> None:
+        """The dataclass's own, except that ``args``, ``result`` and ``status`` are stored as given
+        (the slots under their second names, see :func:`inspector.trace.packed.read_through`):
+        a replay builds a hundred thousand events, and through their setters each cost a fifth
+        more to build. ``tests/trace/test_packed.py`` holds it to the fields."""
+        self.index = index
+        self.kind = kind
+        self.turn = turn
+        self.request = request
+        self.t = t
+        self.duration = duration
+        self.args_held = {} if args is _NEW_DICT else args
+        self.result_held = result
+        self.state = state
+        self.status_held = status
+        self.fault = fault
+        self.thread = thread
+        self.note = note
+        self.output = output
+
 
 @dataclass(slots=True)
 class CacheInfo:
@@ -487,7 +419,7 @@ class CacheInfo:
     write: int = 0
     uncached: int = 0
     break_index: int | None = None  # first message index of the request not served from cache
-    reason: str = ""  # words, e.g. "prefix broke at message 4 (compress at event 812)"
+    reason: str = ""  # words, e.g. "prefix broke at message 4 (compress at event 812)"; a hit's held as HitWords
     reason_kind: str = ""  # cold | ttl | below_minimum | prefix_break | hit | disabled
     cause_event: int | None = None
     block_tokens: list[int] = field(default_factory=list)  # tokens per request block (system, msgs...)
@@ -517,6 +449,86 @@ class Request:
     response_key: str | None = None  # the assistant message this call produced
 
 
+# What an event's args or result held as its request stand for: a request marker's are its
+# selected list and its response, an update_from_response call's argument is its usage.
+def _args_from(event: Event, held: Any) -> Any:
+    if type(held) is not Request:
+        return held
+    if event.kind == EV_RESPONSE:
+        return {"usage": held.usage}
+    return {"messages": {"$list": held.selected}}
+
+
+def _result_from(event: Event, held: Any) -> Any:
+    return {"$msg": held.response_key} if type(held) is Request else held
+
+
+class _NoBlocks:
+    """What a CacheInfo holds for block_tokens left empty."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NO_BLOCKS"
+
+
+# A CacheInfo holding this reads its block_tokens as a new empty list: the host leaves them
+# empty (derivable from the request's list and the per-message counts), and an empty list per
+# request was 1.9 MiB of a 10,000-turn replay.
+NO_BLOCKS: Any = _NoBlocks()
+
+
+def _blocks_from(info: CacheInfo, held: Any) -> Any:
+    return [] if held is NO_BLOCKS else held
+
+
+def _reason_from(info: CacheInfo, held: Any) -> Any:
+    if type(held) is HitWords:  # a hit's words, made from the figures beside them (inspector.cache.reasons)
+        return held.words(info.read, info.write, info.uncached, info.break_index)  # type: ignore[arg-type]
+    return held
+
+
+class _StatusFromState:
+    """What an event holds for a status that is the base class's ``get_status()`` of its state."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "STATUS_FROM_STATE"
+
+
+# An event holding this reads its status as ``ContextEngine.get_status()`` would report its
+# ``state`` (those of its fields the base class reads): the host records it for every event of
+# an engine that keeps the base class's get_status and plain int attributes, where that status
+# is a function of the state the trace holds anyway (40,000 distinct dicts in a 10,000-turn
+# replay, 3.8 MiB even packed).
+STATUS_FROM_STATE: Any = _StatusFromState()
+
+
+def _status_from(event: Event, held: Any) -> Any:
+    if held is STATUS_FROM_STATE:
+        s = event.state
+        return base_status(s[0], s[3], s[4], s[5])  # last_prompt_tokens, threshold, context_length, compressions
+    return held
+
+
+read_through(Event, "args", _args_from)
+read_through(Event, "result", _result_from)
+read_through(Event, "status", _status_from)
+read_through(CacheInfo, "reason", _reason_from)
+read_through(CacheInfo, "block_tokens", _blocks_from)
+read_through(Request, "tokens")
+read_through(Request, "usage")
+
+
+def hold_request(event: Event, request: Request) -> None:
+    """Hold a request marker's arguments and result, or an ``update_from_response`` call's
+    arguments, as their request (what they are made of: 17 MiB of a 10,000-turn replay as dicts)."""
+    event.args_held = request  # type: ignore[attr-defined]
+    if event.kind == EV_REQUEST:
+        event.result_held = request  # type: ignore[attr-defined]
+
+
 @dataclass(slots=True)
 class Mark:
     """A user's bookmark or note, saved inside the trace file."""
@@ -539,7 +551,7 @@ class Trace:
         # Analyses computed from the trace after the run (``inspector.quality``), saved with it.
         self.derived: dict[str, Any] = {}
         self._finished = False
-        self._request_at: list[int] = []
+        self._request_at: array[int] = array("i")  # per event: 4 bytes, not a pointer
         self._turn_starts: list[int] = []
         self._compress_events: list[int] = []
         self._fault_events: list[int] = []
@@ -560,7 +572,7 @@ class Trace:
         """Build the per-event lookup arrays. Idempotent; cheap enough to call after each live turn."""
         req = -1
         state: tuple[int, ...] = (0,) * len(STATE_FIELDS)
-        self._request_at = []
+        self._request_at = array("i")
         self._state_at = []
         self._turn_starts = []
         self._compress_events = []

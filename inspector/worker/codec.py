@@ -19,6 +19,7 @@ from inspector.sessions.model import ApiCall, Compaction, Session, Turn, Usage
 from inspector.trace.io import _decode_lists
 from inspector.trace.model import CacheInfo, Event, Fault, KeyLists, Request, Trace
 from inspector.trace.prefix import common_prefix_len
+from inspector.trace.token_table import TokenTable
 
 # -- sessions ------------------------------------------------------------------------------------
 
@@ -231,7 +232,7 @@ class TraceStreamer:
         if refs:
             out["content_refs"] = refs
         if final:
-            out["tokens"] = store.tokens
+            out["tokens"] = dict(store.tokens.items())  # rows as dicts (a TokenTable holds them packed)
             out["meta"] = tr.meta
             out["tool_schemas"] = tr.tool_schemas
         else:
@@ -276,7 +277,7 @@ class TraceAssembler:
             tr.add_event(ev)
         self._status = status
         if "tokens" in batch:
-            store.tokens = batch["tokens"]
+            store.tokens = TokenTable(batch["tokens"])
         else:
             store.tokens.update(batch.get("tokens_added") or {})
         if "tool_schemas" in batch:

@@ -333,3 +333,42 @@ def test_a_head_other_sessions_keep_warm_is_read_even_on_a_cold_start_and_never_
     assert later.reason_kind == "ttl" and later.read == 5_000
     other = sim.simulate(block_keys=["u1"], block_tokens=[300], tools_key="other", tools_tokens=8_000, timestamp=7_201.0)
     assert other.read == 0, "only the head that is kept warm"
+
+
+# -- a hit's words -------------------------------------------------------------------------
+
+
+def test_a_hits_reason_is_held_as_words_to_make_and_reads_as_the_sentence_of_its_figures():
+    from inspector.cache.reasons import HitWords
+    from inspector.trace.model import CacheInfo
+
+    sim = CacheSimulator("anthropic", model="claude-sonnet-4-5")
+    keys, toks = blocks(12)
+    run(sim, keys[:8], toks[:8], 0.0)
+    res = run(sim, keys[:10], toks[:10], 30.0)
+    assert type(res.reason_held) is HitWords  # no sentence made for the request
+    assert res.reason == "hit: read 4,000 of 5,000 tokens (messages 0–7), wrote 1,000"
+    info = CacheInfo(read=res.read, write=res.write, uncached=res.uncached, break_index=res.break_index,
+                     reason=res.reason_held, reason_kind=res.reason_kind)
+    assert info.reason == res.reason and info == CacheInfo(read=4000, write=1000, uncached=0, break_index=8,
+                                                           reason=res.reason, reason_kind="hit")
+    following = run(sim, keys[:11], toks[:11], 40.0)
+    assert following.reason_held is res.reason_held  # one per wording, shared
+    same = run(sim, keys[:11], toks[:11], 50.0)  # everything served: the words name no first block not served
+    assert same.reason == "hit: read 5,500 of 5,500 tokens (messages 0–10)"
+
+
+def test_an_automatic_caches_hit_names_its_steps_and_a_warm_heads_words_are_of_the_figures_before_it():
+    sim = CacheSimulator("openai", model="gpt-4.1")
+    keys, toks = blocks(6, 300)
+    run(sim, keys[:4], toks[:4], 0.0)
+    res = run(sim, keys[:6], toks[:6], 10.0)
+    assert res.reason == "hit: read 1,152 of 1,800 tokens (messages 0–2), 128-token steps from 1,024"
+
+    warm = CacheSimulator("openai", model="gpt-4.1")
+    warm.keep_warm("head", 3_000)
+    run(warm, ["m0"], [10], 0.0, tools_key="head", tools_tokens=3_050)
+    res = run(warm, ["m0", "m1"], [10, 10], 30.0, tools_key="head", tools_tokens=3_050)
+    assert (res.read, res.reason_kind) == (3_000, "hit")
+    assert res.reason == ("hit: read 2,944 of 3,070 tokens, 128-token steps from 1,024; "
+                          "3,000 head tokens read from a cache other sessions keep warm")

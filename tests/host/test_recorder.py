@@ -25,6 +25,7 @@ from inspector.trace.model import (
     EV_TOOL_SCHEMAS,
     EV_TURN_COMPLETE,
     EV_UPDATE_MODEL,
+    STATUS_FROM_STATE,
     Trace,
 )
 
@@ -265,3 +266,31 @@ def test_engine_code_behind_the_attributes_or_an_own_get_status_is_still_called(
     engine.get_status = lambda: {"mine": True}  # set on the instance after the recorder was made
     ev, _ = rec.hook("update_from_response", {"prompt_tokens": 1})
     assert ev.status == {"mine": True}
+
+
+def test_a_base_class_status_is_held_as_the_events_state_and_reads_as_get_status_would_report_it():
+    engine = CountingEngine()
+    engine.threshold_tokens, engine.context_length = 50_000, 64_000
+    rec = _recorder(engine, "hermes-0.19.0")
+    events = []
+    for prompt in (12_345, 12_345, 20_000, 0):
+        engine.compression_count += prompt == 0
+        events.append(rec.hook("update_from_response", {"prompt_tokens": prompt, "completion_tokens": 1})[0])
+        assert events[-1].status == ContextEngine.get_status(engine)
+    assert all(ev.status_held is STATUS_FROM_STATE for ev in events)  # nothing kept per event but its state
+    assert events[0].status == events[1].status != events[2].status
+
+
+def test_an_engines_own_status_is_held_packed_and_one_value_while_it_does_not_change():
+    class Status(CountingEngine):
+        def get_status(self):
+            return {"mode": "lean", "count": self.compression_count}
+
+    engine = Status()
+    rec = _recorder(engine, "hermes-main")
+    first, _ = rec.hook("should_compress", 1)
+    second, _ = rec.hook("should_compress", 2)
+    engine.compression_count = 3
+    third, _ = rec.hook("should_compress", 3)
+    assert first.status == second.status == {"mode": "lean", "count": 0} and third.status == {"mode": "lean", "count": 3}
+    assert first.status_held is second.status_held and type(first.status_held) is tuple

@@ -327,3 +327,15 @@ def test_counting_ahead_stops_once_the_counts_come_from_the_persistent_cache(tmp
     cold = TokenCounter("cl100k_base", persistent=TokenCache(tmp_path / "other.sqlite"), backend="tiktoken")
     cold._prefetch_run(messages, None, threading.Event())
     assert cold.cache_sizes()["texts"] == 601  # every content, and the role
+
+
+def test_a_long_text_is_counted_without_being_kept_and_a_short_one_is_kept():
+    counter = TokenCounter("cl100k_base")
+    long_text, short = "tool output line\n" * 40, "read_file"
+    first = counter.count_text(long_text)
+    assert counter.count_text(long_text) == first  # counted again, the same
+    assert long_text not in counter._texts  # its message's count is kept under the message's key instead
+    counter.count_text(short)
+    assert short in counter._texts
+    message = {"role": "tool", "tool_call_id": "c1", "content": long_text}
+    assert counter.count_message(message, key="k" * 20) == counter.count_message(message, key="k" * 20)

@@ -64,3 +64,19 @@ def test_a_store_given_a_plain_list_of_tuples_keeps_working():
     store.lists = [("a", "b"), ("c",)]  # as older callers and tests assign it
     assert store.put_list(("c",)) == 1
     assert store.put_list(("d",)) == 2 and store.get_list(0) == ("a", "b")
+
+
+def test_a_history_growing_for_hundreds_of_requests_is_rarely_stored_whole_and_reads_within_the_bound():
+    history, lists = ["sys"], []
+    for i in range(600):
+        history = history + [f"m{i}a", f"m{i}b"]
+        lists.append((f"in{i}",))
+        lists.append(tuple(history))
+    kept = KeyLists(lists)
+    assert list(kept) == lists
+    long_whole = [item for item in kept._items if type(item) is tuple and len(item) >= KeyLists.MIN_SHARED]
+    runs = KeyLists.STEP * (KeyLists.MAX_DEPTH - KeyLists.STEP)  # lists between two whole ones at least
+    assert len(long_whole) <= 600 // runs + 1
+    assert max(d.depth for d in kept._items if isinstance(d, _Delta)) <= KeyLists.MAX_DEPTH
+    stored = sum(len(item.tail) if isinstance(item, _Delta) else len(item) for item in kept._items)
+    assert stored < 6 * 2 * 600  # the appended keys twice (a run's anchor repeats its run's) and the few whole lists

@@ -511,7 +511,8 @@ def test_property_any_sequence_of_lists_round_trips(lists):
 def test_bundle_round_trip_shares_messages(tmp_path: Path, name: str):
     a = make_trace(4, engine="compressor")
     b = make_trace(6, engine="window")
-    b.store.tokens[next(iter(b.store.tokens))]["tiktoken"] = 12345  # a run with its own count
+    first = next(iter(b.store.tokens))
+    b.store.tokens[first] = {**b.store.tokens[first], "tiktoken": 12345}  # a run with its own count
     path = tmp_path / name
     save_bundle([a, b], path, meta={"session": "demo", "engines": ["compressor", "window"]})
     traces, meta = load_bundle(path)

@@ -273,7 +273,8 @@ class EnginePanel(Panel):
             ev = trace.events[k]
             self._show_output(k, ev.kind, ev.output)
         status = figures(trace).status_at(trace, k) if len(trace) else None
-        if status is self._status_shown:
+        # Equal, not the same object: a replay's statuses are read as new dicts (inspector.trace.packed).
+        if status == self._status_shown and repr(status) == repr(self._status_shown):
             return
         self._status_shown = status
         if status is not None and _set_in_place(self.status_item, status):
