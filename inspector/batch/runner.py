@@ -74,9 +74,7 @@ def _replay(task: dict[str, Any]) -> Any:
     from inspector.sessions import load_session, require_conversation
 
     session = require_conversation(load_session(task["session"]["spec"]))
-    # Every core already replays a task of its own: measuring ahead here would only move work.
-    (trace,) = run_engines(session, [task["engine"]], task["config"], task.get("plugin_dirs") or [], quiet=True,
-                           ahead=False)
+    (trace,) = run_engines(session, [task["engine"]], task["config"], task.get("plugin_dirs") or [], quiet=True)
     return trace
 
 

@@ -269,7 +269,6 @@ def run_comparison(
     cancel: threading.Event | None = None,
     max_workers: int = 4,
     echo: Any = None,
-    ahead: bool = True,
 ) -> Comparison:
     """Replay ``session`` once per spec, each in its own worker process, and collect the runs.
 
@@ -278,8 +277,7 @@ def run_comparison(
     and has its own cache simulator. Labels are made unique first. ``cancel`` stops every replay
     at its next turn; the partial traces are kept. A run whose hook blocks past its deadline,
     whose worker dies or outgrows its memory limit keeps the trace it streamed, ending with
-    that fault (:mod:`inspector.worker.supervisor`); the other runs go on. ``ahead``: this
-    process measures the session's messages for the workers meanwhile (:mod:`inspector.worker.ahead`).
+    that fault (:mod:`inspector.worker.supervisor`); the other runs go on.
     """
     from inspector.worker.replays import RunRequest, replay_in_workers
 
@@ -299,8 +297,7 @@ def run_comparison(
         todo.append(i)
     runs = [RunRequest(specs[i].engine, results[i].config or base_config, specs[i].label) for i in todo]
     outcomes = replay_in_workers(session, runs, plugin_dirs, progress=progress, cancel=cancel,
-                                 parallel=max(1, min(max_workers, len(runs) or 1)), echo=echo, analyse=True,
-                                 ahead=ahead)
+                                 parallel=max(1, min(max_workers, len(runs) or 1)), echo=echo, analyse=True)
     for i, outcome in zip(todo, outcomes):
         _record(results[i], outcome)
     return Comparison(runs=results, session=session_info(session),

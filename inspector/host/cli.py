@@ -47,28 +47,26 @@ def _progress(label: str, quiet: bool):
     return report
 
 
-def run_engines(session: Any, names: list[str], config: dict, plugin_dirs: list[str], quiet: bool = True,
-                ahead: bool = True) -> list:
+def run_engines(session: Any, names: list[str], config: dict, plugin_dirs: list[str], quiet: bool = True) -> list:
     """Replay each engine in its own worker process (all at once); returns traces in order.
 
     Raises :class:`ReplayFailed` when a run produced no trace; a worker that froze or died leaves
     its partial trace, ending with that fault, and its status in ``trace.meta``.
     """
-    return collect_traces(start_engines(names, config, plugin_dirs, quiet, ahead=ahead).send(session), names)
+    return collect_traces(start_engines(names, config, plugin_dirs, quiet).send(session), names)
 
 
 def start_engines(names: list[str], config: dict, plugin_dirs: list[str], quiet: bool = True,
-                  analyse: bool = False, ahead: bool = True) -> Any:
+                  analyse: bool = False) -> Any:
     """One worker per engine, started now: they load their engines while the session is read.
 
-    ``analyse``: each trace's quality analysis follows its batches (:mod:`inspector.quality.ahead`).
-    ``ahead``: this process measures the session's messages for them meanwhile (:mod:`inspector.worker.ahead`)."""
+    ``analyse``: each trace's quality analysis follows its batches (:mod:`inspector.quality.ahead`)."""
     from inspector.worker.replays import RunRequest, StartedReplays
 
     labels = unique_labels(names)
     report = None if quiet else _progress_by_label(labels)
     return StartedReplays([RunRequest(n, config, label) for n, label in zip(names, labels)], plugin_dirs,
-                          progress=report, analyse=analyse, ahead=ahead)
+                          progress=report, analyse=analyse)
 
 
 def collect_traces(outcomes: list, names: list[str]) -> list:

@@ -21,7 +21,6 @@ from inspector import __version__
 from inspector.engines.availability import unavailable_note
 from inspector.gc_pause import collect_batch, collection_in_batches
 from inspector.host.guard import ABANDON_GRACE, StuckHook, abandon_hook, stuck_hooks
-from inspector.host.hints import MessageHints
 from inspector.host.host import HOST_DIFFERENCES, Host
 from inspector.host.responders import ReplayResponder, WireMessages
 from inspector.host.shaping import sanitize_message, shape_message
@@ -300,9 +299,8 @@ PREPARE_TURNS = 64
 
 
 def _play_all(host: Host, session: Session, wire: WireMessages, progress: ProgressFn | None,
-              cancel: threading.Event | None, hints: MessageHints | None = None) -> bool:
-    """Every turn of the session through the host; True when the user cancelled. ``hints``: the
-    session's messages as measured elsewhere meanwhile (:mod:`inspector.host.hints`)."""
+              cancel: threading.Event | None) -> bool:
+    """Every turn of the session through the host; True when the user cancelled."""
     if not host.start():
         return False
     total = len(session.turns)
@@ -318,9 +316,6 @@ def _play_all(host: Host, session: Session, wire: WireMessages, progress: Progre
         if n % PREPARE_TURNS == 0:
             collect_batch()
             ahead = [replayable_indices(session, t) for t in session.turns[n:n + PREPARE_TURNS]]
-            if hints is not None:
-                told = hints.use([i for kept in ahead for i in kept], wire, host.counter)
-                host.trace.meta["measured_ahead"] = host.trace.meta.get("measured_ahead", 0) + told
             host.prepare([wire[i] for kept in ahead for i in kept], wire.measured)
         kept = ahead[n % PREPARE_TURNS]
         marker_pos = play_session_turn(host, session, turn, calls_by_index, markers, marker_pos, wire, kept)
@@ -404,12 +399,10 @@ def replay(
     cancel: threading.Event | None = None,
     label: str | None = None,
     watch: StuckWatch | None = None,
-    hints: MessageHints | None = None,
 ) -> Trace:
     """Replay ``session`` through the engine in ``loaded`` (a LoadedEngine or a bare engine).
 
     ``watch``: on a worker thread, lets the waiting thread abandon the run if a hook gets stuck.
-    ``hints``: the session's messages measured meanwhile by the worker's supervisor.
     """
     from inspector.host.transcript_defaults import settle
 
@@ -472,7 +465,7 @@ def replay(
         prefetch(session.messages, wire_form)  # tokenising ahead on another core (see TokenCounter.prefetch)
     try:
         with _activated(loaded), aux.recording(host.aux_sink), collection_in_batches():
-            cancelled = _play_all(host, session, wire, progress, cancel, hints)
+            cancelled = _play_all(host, session, wire, progress, cancel)
             trace = host.end()
             if not cancelled and (config.get("inspector") or {}).get("probe_tools"):
                 # --probe-tools: a dry run of the engine's retrieval tools needs it live, in its sandbox

@@ -249,11 +249,6 @@ class TokenCounter:
             self._messages[cache_key] = n
         return n
 
-    def learn(self, key: str, n: int) -> None:
-        """The count of the message under ``key``, made elsewhere with this tokenizer (a worker's
-        supervisor: inspector.host.hints); it is not counted again."""
-        self._messages.setdefault(key, n)
-
     def recall(self, keys: Iterable[str]) -> None:
         """Load what the persistent cache knows of ``keys`` in one lookup, so counting them costs none."""
         store = self.persistent

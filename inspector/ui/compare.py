@@ -251,7 +251,7 @@ def run_compare(req: CompareRequest, progress: Any = None, cancel: threading.Eve
     config = load_config(req.config_path)
     plugin_dirs = list(req.plugin_dirs) + [str(d) for d in (config.get("inspector") or {}).get("plugin_dirs") or []]
     return run_comparison(req.session, specs, config, plugin_dirs=plugin_dirs, progress=progress, cancel=cancel,
-                          max_workers=req.max_workers, ahead=False)  # the window's interpreter stays free
+                          max_workers=req.max_workers)
 
 
 class _Worker(QObject):

@@ -78,8 +78,7 @@ def run_replay(req: ReplayRequest, progress: Any = None, cancel: threading.Event
     plugin_dirs = list(req.plugin_dirs) + list((config.get("inspector") or {}).get("plugin_dirs") or [])
     report = (lambda _label, done, total: progress(done, total)) if progress is not None else None
     outcome = replay_in_workers(req.session, [RunRequest(req.engine or None, config, req.engine or "engine")],
-                                plugin_dirs, progress=report, cancel=cancel, analyse=True,
-                                ahead=False)[0]  # the window's interpreter stays free for its events
+                                plugin_dirs, progress=report, cancel=cancel, analyse=True)[0]
     error = outcome.error
     if error is not None:
         raise RuntimeError(f"{error.get('exception')}: {error.get('message')}")

@@ -144,7 +144,7 @@ def replay_job(rt: Runtime, job: dict[str, Any]) -> None:
     status = "ok"
     try:
         replay(session, loaded, job["config"], progress=progress, cancel=rt.cancel, label=job.get("label"),
-               watch=watch, hints=rt.hints if job.get("ahead") else None)
+               watch=watch)
     except ReplayCancelled:
         status = "cancelled"
     except Exception as exc:

@@ -8,7 +8,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from inspector.worker.ahead import SessionAhead
 from inspector.worker.codec import session_to_json
 from inspector.worker.supervisor import Outcome, Worker, run_workers
 
@@ -30,13 +29,11 @@ def _absolute(dirs: Sequence[Any]) -> list[str]:
     return [os.path.abspath(os.path.expanduser(str(d))) for d in dirs]
 
 
-def replay_job(session_data: dict[str, Any] | None, run: RunRequest, plugin_dirs: Sequence[Any],
-               ahead: bool = False) -> dict[str, Any]:
-    """The job of one run; without ``session_data`` the session follows in a frame of its own.
-    ``ahead``: its messages' measurements follow too (:mod:`inspector.worker.ahead`)."""
+def replay_job(session_data: dict[str, Any] | None, run: RunRequest, plugin_dirs: Sequence[Any]) -> dict[str, Any]:
+    """The job of one run; without ``session_data`` the session follows in a frame of its own."""
     session = {"data": session_data} if session_data is not None else {"later": True}
     return {"job": "replay", "session": session, "engine": run.engine, "config": run.config,
-            "plugin_dirs": _absolute(plugin_dirs), "label": run.label, "ahead": ahead}
+            "plugin_dirs": _absolute(plugin_dirs), "label": run.label}
 
 
 def _on_frame(progress: ProgressFn | None, label: str, analyse: bool) -> Callable[[Worker, dict[str, Any]], None] | None:
@@ -71,13 +68,10 @@ class StartedReplays:
     this process reads the transcript, then get it with :meth:`send` (``replay`` does this)."""
 
     def __init__(self, runs: Sequence[RunRequest], plugin_dirs: Sequence[Any] = (), *,
-                 progress: ProgressFn | None = None, echo: TextIO | None = None, analyse: bool = False,
-                 ahead: bool = True) -> None:
+                 progress: ProgressFn | None = None, echo: TextIO | None = None, analyse: bool = False) -> None:
         several = len(runs) > 1
         self.analyse = analyse
-        self.ahead = ahead
-        self.config = runs[0].config if runs else {}
-        self.workers = [Worker(replay_job(None, run, plugin_dirs, ahead), run.config, label=run.label,
+        self.workers = [Worker(replay_job(None, run, plugin_dirs), run.config, label=run.label,
                                on_frame=_on_frame(progress, run.label, analyse), echo=echo,
                                echo_prefix=f"[{run.label}] " if several else "") for run in runs]
         try:
@@ -93,12 +87,9 @@ class StartedReplays:
         for w in self.workers:
             w.session_messages = session.messages
             w.post(frame)
-        measuring = SessionAhead(session, self.workers, self.config).start() if self.ahead else None
         try:
             return run_workers(self.workers, parallel=len(self.workers), cancel=cancel)
         finally:
-            if measuring is not None:
-                measuring.stop()
             if self.analyse:
                 _ended(self.workers)
 
@@ -116,25 +107,20 @@ def replay_in_workers(session: Any, runs: Sequence[RunRequest], plugin_dirs: Seq
                       progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                       parallel: int | None = None, echo: TextIO | None = None,
                       on_finished: Callable[[int, Outcome], None] | None = None,
-                      analyse: bool = False, ahead: bool = True) -> list[Outcome]:
+                      analyse: bool = False) -> list[Outcome]:
     """Replay ``session`` once per run, each in its own worker; outcomes in the order of ``runs``.
 
     ``analyse``: the caller will analyse the traces (:mod:`inspector.quality.analysis`), which
-    is then done as they stream in. ``ahead``: this process measures the session's messages for
-    the workers meanwhile (:mod:`inspector.worker.ahead`); off where its interpreter has other
-    work to keep responsive (the window) or every core already replays (a batch)."""
+    is then done as they stream in."""
     data = session_to_json(session)
     several = len(runs) > 1
-    workers = [Worker(replay_job(data, run, plugin_dirs, ahead), run.config, label=run.label,
+    workers = [Worker(replay_job(data, run, plugin_dirs), run.config, label=run.label,
                       on_frame=_on_frame(progress, run.label, analyse),
                       echo=echo, echo_prefix=f"[{run.label}] " if several else "") for run in runs]
     for w in workers:
         w.session_messages = session.messages
-    measuring = SessionAhead(session, workers, runs[0].config).start() if ahead and runs else None
     try:
         return run_workers(workers, parallel=parallel, cancel=cancel, on_finished=on_finished)
     finally:
-        if measuring is not None:
-            measuring.stop()
         if analyse:
             _ended(workers)

@@ -19,7 +19,6 @@ import time
 import traceback
 from typing import Any
 
-from inspector.host.hints import MessageHints
 from inspector.worker import tracker as tracking
 from inspector.worker.protocol import FrameWriter
 
@@ -40,8 +39,6 @@ class Runtime:
         #: called before every inline hook (a live chat streams what it recorded: see inspector.worker.chat)
         self.before_hook: Any = None
         self._stack_file: Any = None
-        #: the session's messages as the supervisor measures them meanwhile (inspector.worker.ahead)
-        self.hints = MessageHints()
 
     def send(self, type_: str, **fields: Any) -> None:
         self.writer.send({"type": type_, **fields})
@@ -115,8 +112,8 @@ class Runtime:
                 return
 
     def _control(self) -> None:
-        """Frames from the supervisor on stdin: ``cancel``, a ``session`` sent after the job, the session's
-        messages measured ``ahead``; end of input means it is gone."""
+        """Frames from the supervisor on stdin: ``cancel``, a ``session`` sent after the job; end of input
+        means it is gone."""
         from inspector.worker.protocol import FrameReader
 
         reader = FrameReader()
@@ -132,8 +129,6 @@ class Runtime:
                 if frame.get("type") == "cancel":
                     self.cancel.set()
                     self.inbox.put(frame)  # one waiting for its session stops waiting
-                elif frame.get("type") == "ahead":
-                    self.hints.add(str(frame.get("tokenizer") or ""), frame.get("rows") or ())
                 else:
                     self.inbox.put(frame)
 

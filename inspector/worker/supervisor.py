@@ -282,8 +282,6 @@ class Worker:
         self._mem_checked = 0.0
         self._secrets: list[str] = []
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self._early: list[bytes] | None = []  # frames posted before the job went out (None once it has)
-        self._post_lock = threading.Lock()
         self.egress: Any = None  # the EgressProxy of a sandboxed worker with an endpoint
 
     # -- starting ------------------------------------------------------------------------------
@@ -320,11 +318,7 @@ class Worker:
         self._fds = {read_fd: "frames", self.proc.stdout.fileno(): "stdout", self.proc.stderr.fileno(): "stderr"}
         for fd in self._fds:
             os.set_blocking(fd, False)
-        with self._post_lock:  # the job is the first frame, whatever was posted before it
-            self._outbox.put(encode(self.job))
-            for data in self._early or ():
-                self._outbox.put(data)
-            self._early = None
+        self._outbox.put(encode(self.job))
         threading.Thread(target=self._send_frames, name="inspector-worker-input", daemon=True).start()
 
     def _send_frames(self) -> None:
@@ -342,14 +336,8 @@ class Worker:
                 return
 
     def post(self, message: dict[str, Any]) -> None:
-        """Send the worker a frame after its job (the session of a job started before it was read, the
-        session's messages measured ahead); before the worker starts, it waits for the job to go first."""
-        data = encode(message)
-        with self._post_lock:
-            if self._early is not None:
-                self._early.append(data)
-                return
-        self._outbox.put(data)
+        """Send the worker a frame after its job (the session of a job started before it was read)."""
+        self._outbox.put(encode(message))
 
     def send_cancel(self) -> None:
         if self.cancel_sent is not None or self.proc is None or self.proc.poll() is not None:

@@ -24,13 +24,11 @@ def _fresh_caches():
     persistent.forget_open_caches()
 
 
-def _replay(session, config: dict | None = None, engine: str = "compressor", plugin_dirs=(), ahead: bool = False):
-    """A replay in a worker; ``ahead``: this process measures the messages for it (and counts them itself)."""
+def _replay(session, config: dict | None = None, engine: str = "compressor", plugin_dirs=()):
     from inspector.config import load_config
     from inspector.worker.replays import RunRequest, replay_in_workers
 
-    (outcome,) = replay_in_workers(session, [RunRequest(engine, config or load_config(None), engine)], plugin_dirs,
-                                   ahead=ahead)
+    (outcome,) = replay_in_workers(session, [RunRequest(engine, config or load_config(None), engine)], plugin_dirs)
     assert outcome.ok, outcome.describe()
     return outcome
 
@@ -66,21 +64,6 @@ def test_a_replay_in_a_worker_fills_the_cache_and_the_next_one_only_reads_it(iso
     assert second.token_cache["hits"] >= len(stored)
     assert _rows(path) == stored
     assert [r.tokens for r in second.trace.requests] == [r.tokens for r in first.trace.requests]
-
-
-def test_counts_the_supervisor_made_ahead_are_in_the_cache_for_the_next_replay(tmp_path, monkeypatch):
-    from tests.host.conftest import coding_session
-
-    path = tmp_path / "cache" / "tc.sqlite"
-    monkeypatch.setenv(persistent.ENV_VAR, str(path))
-    session = coding_session(8)
-    told = _replay(session, ahead=True)
-    assert told.trace.meta.get("measured_ahead") is not None
-    stored = _rows(path)
-    persistent.forget_open_caches()
-    second = _replay(session)  # measured by the worker alone: every count is read, none made
-    assert second.token_cache["new"] == 0 and second.token_cache["hits"] >= len(stored) > 0
-    assert [r.tokens for r in second.trace.requests] == [r.tokens for r in told.trace.requests]
 
 
 @pytest.mark.parametrize("off", ["env", "config"])
