@@ -2,8 +2,10 @@
 
 Prints the time to build the window, load the trace into every panel and show it, and the
 p50/p95/max time of one cursor step, measured until Qt has processed the resulting events
-(including repaints), with all panels tiled so none is skipped as a hidden tab. Targets from
-issue 5: open under 1 s, p95 step under 16 ms. It prints figures and asserts nothing.
+(including repaints). By default every panel is tiled on screen, the most a step can cost;
+``--layout default`` measures the arrangement the app opens with, where the panels in background
+tabs skip the step. Targets from issue 5: open under 1 s, p95 step under 16 ms; issue 21: random
+jump p95 under 16 ms. It prints figures and asserts nothing.
 
 The machine this runs on is shared, so the step series is repeated (``--rounds``) and each
 round printed: compare figures from the same run, not across runs. Steps are also split by
@@ -161,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=3, help="repeat the step series (shared machines are noisy)")
     parser.add_argument("--size", default="1600x1000")
+    parser.add_argument("--layout", choices=("tiled", "default"), default="tiled",
+                        help="tiled: every panel on screen; default: the app's own tabbed arrangement")
     parser.add_argument("--breakdown", action="store_true", help="also print per-panel render and paint times")
     args = parser.parse_args(argv)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -190,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     window.resize(w, h)
     t_ctor = time.perf_counter() - t0
     window.show()
-    window.tile_all()  # after show: dock sizes only apply to a laid-out window
+    arrange = window.tile_all if args.layout == "tiled" else window.reset_layout
+    arrange()  # after show: dock sizes only apply to a laid-out window
     app.processEvents()
     t_shown = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -205,10 +210,11 @@ def main(argv: list[str] | None = None) -> int:
         app.processEvents()
         time.sleep(0.01)
     print(f"background jobs after open: done in {time.perf_counter() - t2:.2f} s (not counted in open)")
-    visible = [name for name, p in window.panels.items() if p.isVisible()]
+    # on screen, not merely isVisible(): Qt 6 keeps a background dock tab "visible", moved out of the window
+    visible = [name for name, p in window.panels.items() if p.isVisible() and not p.visibleRegion().isEmpty()]
     print(f"open: window {t_ctor * 1000:.0f} ms, shown {t_shown * 1000:.0f} ms, trace into all panels "
           f"{t_loaded * 1000:.0f} ms → open+show total {t_open:.3f} s (target < 1 s)")
-    print(f"visible panels: {len(visible)}/{len(window.panels)} ({', '.join(visible)})")
+    print(f"{args.layout} layout, panels on screen: {len(visible)}/{len(window.panels)} ({', '.join(visible)})")
     relayouts = _count_relayouts(app, window, 1.0)
     print(f"idle after open: {relayouts} main-window relayouts in 1 s (a settled window: 0)")
 

@@ -140,6 +140,11 @@ SCROLLED_PANELS = frozenset({"counters", "cache", "request", "engine", "runs", "
 _SCROLLED_MIN_HEIGHT = 90
 
 
+def _catch_up_when_shown(dock: QDockWidget, panel: Panel) -> None:
+    """A panel in a background tab skips cursor moves; it renders them when its tab comes forward."""
+    dock.visibilityChanged.connect(lambda visible: visible and panel.catch_up())
+
+
 class _ScrollingDock(QScrollArea):
     """Scrolls its panel vertically; keeps the panel's own minimum width (columns never hide).
 
@@ -298,6 +303,7 @@ class MainWindow(QMainWindow):
             )
             panel.jump_requested.connect(self.cursor.set)
             panel.run_jump_requested.connect(self.jump_to_run)
+            _catch_up_when_shown(dock, panel)
             self.panels[cls.panel_id] = panel
             self.docks[cls.panel_id] = dock
         self.panels["bookmarks"].delete_requested.connect(self.delete_bookmark)  # type: ignore[attr-defined]
@@ -404,6 +410,8 @@ class MainWindow(QMainWindow):
                 | QDockWidget.DockWidgetFeature.DockWidgetFloatable
                 | QDockWidget.DockWidgetFeature.DockWidgetClosable
             )
+            if isinstance(widget, Panel):
+                _catch_up_when_shown(dock, widget)
             self.tool_docks[key] = dock
 
     def trace_panels(self) -> list[Panel]:
@@ -502,13 +510,21 @@ class MainWindow(QMainWindow):
             self.splitDockWidget(d["diff"], d["request"], H)
             self.splitDockWidget(d["request"], d["cache"], H)
             self.splitDockWidget(d["counters"], d["engine"], V)
-        # every other panel where it says it goes: a tab beside another panel, or its own area
+        # every other panel where it says it goes: a tab beside another panel, or its own area;
+        # tiled, a would-be tab goes below a panel of the bottom row or the right column instead,
+        # in turn, so that no panel is a background tab (nor measured as one)
+        columns = [d["diff"], d["request"], d["cache"], d["engine"]]
+        below = 0
         for panel_id, dock in d.items():
             if panel_id in _ARRANGED:
                 continue
             cls = type(self.panels[panel_id])
             if cls.tab_with in d and cls.tab_with != panel_id:
-                self.tabifyDockWidget(d[cls.tab_with], dock)
+                if tabbed:
+                    self.tabifyDockWidget(d[cls.tab_with], dock)
+                else:
+                    self.splitDockWidget(columns[below % len(columns)], dock, V)
+                    below += 1
             else:
                 self.addDockWidget(cls.area, dock)
         # tool docks join the bottom tab group: shown, they are one more tab; hidden, they take no room

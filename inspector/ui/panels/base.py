@@ -5,8 +5,12 @@ a trace is opened and :meth:`Panel.set_cursor` whenever the single cursor moves.
 stores its own "current event"; when it wants to move the cursor (a click on a plot, a row in a
 list) it emits :attr:`Panel.jump_requested` and waits to be told where the cursor went.
 
-Hidden panels (a background tab) skip their work and catch up, from the cursor itself, when
-they are shown: with eight panels that is the difference between a 5 ms and a 40 ms step.
+Panels that are off screen skip their work and catch up, from the cursor itself, when they are
+shown: with eight panels that is the difference between a 5 ms and a 40 ms step. Off screen
+means hidden (a closed dock) or covered: Qt 6 keeps a dock that is a background tab *visible*,
+only moved out of the window, so :meth:`Panel.on_screen` asks for the part of the panel the
+window actually shows, and the window calls :meth:`Panel.catch_up` when a dock's tab comes
+forward (``QDockWidget.visibilityChanged``).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QShowEvent
+from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QWidget
 
 from inspector.trace.model import Trace
@@ -67,15 +71,28 @@ class Panel(QWidget):
         self.rendered_cursor = None
         self.render_trace(trace)
         self._stale = True
-        if self.isVisible():
+        if self.on_screen():
             self._render_now(self.cursor.index)
 
     def set_cursor(self, k: int) -> None:
-        """The cursor moved to event ``k``: redraw now if visible, else when next shown."""
-        if self.isVisible():
+        """The cursor moved to event ``k``: redraw now if on screen, else when next shown."""
+        if self.on_screen():
             self._render_now(k)
         else:
             self._stale = True
+
+    def on_screen(self) -> bool:
+        """Whether any of the panel shows: visible, and not in a background tab or a zero-sized dock.
+
+        ``isVisible()`` alone is not enough: a tabified dock that is not the current tab stays
+        visible in Qt 6 (it is moved out of the window), and its visible region is empty.
+        """
+        return self.isVisible() and not self.visibleRegion().isEmpty()
+
+    def catch_up(self) -> None:
+        """Render at the cursor if a move was skipped while the panel was off screen (its tab came forward)."""
+        if self._stale and self.on_screen():
+            self._render_now(self.cursor.index)
 
     def refresh(self) -> None:
         """Redraw at the cursor regardless of visibility (exports and screenshots)."""
@@ -104,5 +121,9 @@ class Panel(QWidget):
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
-        if self._stale:
-            self._render_now(self.cursor.index)
+        self.catch_up()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        if self._stale:  # a dock squeezed to nothing and opened again: it shows once more
+            self.catch_up()

@@ -315,7 +315,7 @@ class RunsPanel(CompareAware, Panel):
 
     def _pair_changed(self) -> None:
         self._shown = None
-        if self.isVisible():
+        if self.on_screen():
             self.refresh()
         else:
             self._stale = True
