@@ -142,7 +142,12 @@ _SCROLLED_MIN_HEIGHT = 90
 
 def _catch_up_when_shown(dock: QDockWidget, panel: Panel) -> None:
     """A panel in a background tab skips cursor moves; it renders them when its tab comes forward."""
-    dock.visibilityChanged.connect(lambda visible: visible and panel.catch_up())
+
+    def shown(visible: bool) -> None:
+        if visible:
+            panel.catch_up()
+
+    dock.visibilityChanged.connect(shown)
 
 
 class _ScrollingDock(QScrollArea):
@@ -472,10 +477,17 @@ class MainWindow(QMainWindow):
         self._arrange(tabbed=True)
 
     def tile_all(self) -> None:
-        """Every panel visible at once (no tabs): the layout the benchmark measures."""
+        """Every panel visible at once, no tabs (the layout the benchmark measures), where the window
+        holds them all; in a smaller window the panels that declare a tab stay tabs, rather than the
+        window growing past the screen."""
+        have = self.size()
         self._arrange(tabbed=False)
+        self.layout().activate()  # grows the window now to what the arrangement needs
+        if self.width() > have.width() or self.height() > have.height():
+            self._arrange(tabbed=False, stack=False)
+            self.resize(have)
 
-    def _arrange(self, *, tabbed: bool) -> None:
+    def _arrange(self, *, tabbed: bool, stack: bool = True) -> None:
         d = self.docks
         tools = self.tool_docks
         # Reset gives the default (tool docks closed); tiling keeps the ones the user opened.
@@ -511,8 +523,8 @@ class MainWindow(QMainWindow):
             self.splitDockWidget(d["request"], d["cache"], H)
             self.splitDockWidget(d["counters"], d["engine"], V)
         # every other panel where it says it goes: a tab beside another panel, or its own area;
-        # tiled, a would-be tab goes below a panel of the bottom row or the right column instead,
-        # in turn, so that no panel is a background tab (nor measured as one)
+        # tiled and stacked, a would-be tab goes below a panel of the bottom row or the right
+        # column instead, in turn, so that no panel is a background tab (nor measured as one)
         columns = [d["diff"], d["request"], d["cache"], d["engine"]]
         below = 0
         for panel_id, dock in d.items():
@@ -520,7 +532,7 @@ class MainWindow(QMainWindow):
                 continue
             cls = type(self.panels[panel_id])
             if cls.tab_with in d and cls.tab_with != panel_id:
-                if tabbed:
+                if tabbed or not stack:
                     self.tabifyDockWidget(d[cls.tab_with], dock)
                 else:
                     self.splitDockWidget(columns[below % len(columns)], dock, V)

@@ -78,3 +78,14 @@ def test_resetting_after_tiling_tabs_the_panels_again(window, demo_trace: Trace)
     window.set_trace(demo_trace)
     QApplication.processEvents()
     assert {"decision", "context", "lifetime", "run_info"} <= set(window.panels) - _on_screen(window)
+
+
+def test_tiling_a_window_too_small_for_every_panel_keeps_the_declared_tabs(window, demo_trace: Trace) -> None:
+    window.resize(1024, 640)
+    QApplication.processEvents()
+    window.tile_all()
+    window.set_trace(demo_trace)
+    QApplication.processEvents()
+    assert window.height() == 640, "the window does not grow past its height to make room"
+    assert window.tabifiedDockWidgets(window.docks["decision"]), "Decision is a tab again, as it declares"
+    assert {"diff", "request", "cache", "engine", "counters"} <= _on_screen(window), "the tiled panels still show"
