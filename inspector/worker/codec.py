@@ -15,9 +15,20 @@ import operator
 from dataclasses import fields
 from typing import Any
 
+from inspector.cache.reasons import HitWords
 from inspector.sessions.model import ApiCall, Compaction, Session, Turn, Usage
 from inspector.trace.io import _decode_lists
-from inspector.trace.model import CacheInfo, Event, Fault, KeyLists, Request, Trace
+from inspector.trace.model import (
+    NO_BLOCKS,
+    STATUS_FROM_STATE,
+    CacheInfo,
+    Event,
+    Fault,
+    KeyLists,
+    Request,
+    Trace,
+)
+from inspector.trace.packed import pack, pack_usage, unpack
 from inspector.trace.prefix import common_prefix_len
 from inspector.trace.token_table import TokenTable
 
@@ -63,46 +74,110 @@ def session_from_json(data: dict[str, Any]) -> Session:
 
 # -- traces ---------------------------------------------------------------------------------------
 
+# A trace is sent as it is held (inspector.trace.packed), so that the supervisor's copy is held
+# as the worker's is, not as dicts made for the pipe (a 10,000-turn replay's trace took 422 MB
+# in the supervisor against 245 in a replay in process), and the worker does not build a dict per
+# value to send it. What a value stands for goes as a flag on its row: an event's arguments or
+# result held as its request (``hold_request``), a status that is the base class's of the
+# event's state; a packed value goes as the dict it holds and is packed again on arrival.
+_ARGS_REQUEST, _RESULT_REQUEST, _STATUS_FROM_STATE = 1, 2, 4
+_SHARED_CHARS = 40  # an argument's string this short is held once however many events carry it
+
 _CACHE_FIELDS = tuple(f.name for f in fields(CacheInfo))
+_REASON, _BLOCKS = _CACHE_FIELDS.index("reason"), _CACHE_FIELDS.index("block_tokens")
 
-
-_EVENT_FIELDS = operator.attrgetter("kind", "turn", "request", "t", "duration", "args", "result", "state", "status",
-                                    "fault", "thread", "note", "output")
+_EVENT_FIELDS = operator.attrgetter("kind", "turn", "request", "t", "duration", "args_held", "result_held", "state",
+                                    "status_held", "fault", "thread", "note", "output")
 
 
 def _event_row(ev: Event) -> list[Any]:
-    row = list(_EVENT_FIELDS(ev))  # one C call for every field: batches are cut after each turn
+    """An event's fields as held (one C call for all: batches are cut after each turn), and the
+    flags of what :func:`_event` rebuilds the held ones from; its status as held, for
+    :meth:`TraceStreamer._event_rows` to send."""
+    row = list(_EVENT_FIELDS(ev))
+    flags = 0
+    args, result = row[5], row[6]
+    if type(args) is Request:
+        row[5], flags = None, _ARGS_REQUEST
+    elif type(args) is tuple:
+        row[5] = unpack(args)
+    if type(result) is Request:
+        row[6], flags = None, flags | _RESULT_REQUEST
+    elif type(result) is tuple:
+        row[6] = unpack(result)
+    if row[8] is STATUS_FROM_STATE:
+        row[8], flags = None, flags | _STATUS_FROM_STATE
     fault = row[9]
     if fault is not None:
         row[9] = [fault.kind, fault.message, fault.traceback]
+    if flags:
+        row.append(flags)
     return row
 
 
-def _event(row: list[Any], last_status: dict[str, Any] | None) -> Event:
-    kind, turn, request, t, duration, args, result, state, status, fault, thread, note, output = row
-    if type(status) is int and status == 0:  # the last status sent again (see TraceStreamer._event_rows)
+def _event(row: list[Any], last_status: Any, last_state: tuple[int, ...] | None, requests: list[Request],
+           strings: dict[str, str]) -> Event:
+    """The event a row describes, its values held as the worker held them (``last_status``: the
+    status held for the last one sent; ``last_state``: the state of the event before).
+
+    A JSON reader makes a new object of every value it reads: the event's kind and the short
+    strings of its arguments (``"site": "pre_api"``) are taken from ``strings``, one object each,
+    and a state equal to the one before is that tuple again."""
+    kind, turn, request, t, duration, args, result, state, status, fault, thread, note, output, *rest = row
+    flags = rest[0] if rest else 0
+    kind = strings.setdefault(kind, kind)
+    if state is not None:
+        state = last_state if last_state is not None and list(last_state) == state else tuple(state)
+    if type(args) is dict:
+        for name, value in args.items():
+            if type(value) is str and len(value) <= _SHARED_CHARS:
+                args[name] = strings.setdefault(value, value)
+    if flags & _STATUS_FROM_STATE:
+        status = STATUS_FROM_STATE
+    elif type(status) is int and status == 0:  # the last status sent again (see TraceStreamer._event_rows)
         status = last_status
-    return Event(index=0, kind=kind, turn=turn, request=request, t=t, duration=duration, args=args or {},
-                 result=result, state=tuple(state) if state is not None else None, status=status,
-                 fault=Fault(*fault) if fault is not None else None, thread=thread, note=note, output=output)
+    else:
+        status = pack(status)
+    if flags & (_ARGS_REQUEST | _RESULT_REQUEST):
+        held = requests[request]
+        args = held if flags & _ARGS_REQUEST else args
+        result = held if flags & _RESULT_REQUEST else result
+    return Event(index=0, kind=kind, turn=turn, request=request, t=t, duration=duration,
+                 args=pack(args) if args else {}, result=result, state=state, status=status, fault=Fault(*fault) if fault is not None else None, thread=thread, note=note,
+                 output=output)
 
 
 _REQUEST_FIELDS = operator.attrgetter("turn", "call", "event", "assembled", "selected", "selected_by_engine", "tools",
                                       "tokens", "usage", "recorded", "cache", "timestamp", "response_key")
-_CACHE_VALUES = operator.attrgetter(*_CACHE_FIELDS)
+_CACHE_VALUES = operator.attrgetter(*(name + "_held" if name in ("reason", "block_tokens") else name
+                                      for name in _CACHE_FIELDS))
 
 
 def _request_row(r: Request) -> list[Any]:
+    """A request's fields; a hit's reason, held as :class:`HitWords`, as ``[steps]`` (its words are
+    made of the figures beside it), and block counts left empty (``NO_BLOCKS``) as None."""
     row = list(_REQUEST_FIELDS(r))
-    row[10] = _CACHE_VALUES(row[10])
+    cache = list(_CACHE_VALUES(row[10]))
+    reason = cache[_REASON]
+    if type(reason) is HitWords:
+        cache[_REASON] = [reason.steps]
+    if cache[_BLOCKS] is NO_BLOCKS:
+        cache[_BLOCKS] = None
+    row[10] = cache
     return row
 
 
 def _request(index: int, row: list[Any]) -> Request:
     turn, call, event, assembled, selected, by_engine, tools, tokens, usage, recorded, cache, ts, response = row
+    info = CacheInfo(**dict(zip(_CACHE_FIELDS, cache)))
+    reason = cache[_REASON]
+    if type(reason) is list:
+        info.reason = HitWords(*reason)
+    if cache[_BLOCKS] is None:
+        info.block_tokens = NO_BLOCKS
     return Request(index=index, turn=turn, call=call, event=event, assembled=assembled, selected=selected,
-                   selected_by_engine=by_engine, tools=tools, tokens=tokens, usage=usage, recorded=recorded,
-                   cache=CacheInfo(**dict(zip(_CACHE_FIELDS, cache))), timestamp=ts, response_key=response)
+                   selected_by_engine=by_engine, tools=tools, tokens=pack(tokens), usage=pack_usage(usage),
+                   recorded=recorded, cache=info, timestamp=ts, response_key=response)
 
 
 def encode_lists_since(lists: KeyLists | list[tuple[str, ...]], start: int) -> list[list[Any]]:
@@ -187,6 +262,7 @@ class TraceStreamer:
         self.trace = trace
         self._events = self._requests = self._messages = self._lists = self._tokens = self._schemas = 0
         self._status: dict[str, Any] | None = None
+        self._status_held: Any = None  # the value the last status sent was held as
         self._session = session_messages or []
         self._contents = {id(c): i for i, m in enumerate(self._session)
                           if type(c := m.get("content")) is str and len(c) >= REF_MIN_CHARS}
@@ -206,19 +282,28 @@ class TraceStreamer:
 
     def _event_rows(self, events: list[Event]) -> list[list[Any]]:
         """Event rows; a status equal to the last one sent goes as 0 (most events repeat
-        ``get_status()``, and it was most of the stream's bytes), as a saved trace stores it."""
+        ``get_status()``, and it was most of the stream's bytes), as a saved trace stores it.
+        A run of events the recorder gave one held status is told by identity, without a dict."""
         rows = []
-        last = self._status
+        last, last_held = self._status, self._status_held
         for ev in events:
             row = _event_row(ev)
-            status = row[8]
-            if type(status) is dict:  # what the host records (inspector.host: a dict or None)
-                if status == last:
-                    row[8] = 0
-                else:
-                    last = status
+            held = row[8]
+            if held is None:
+                rows.append(row)
+                continue
+            if held is last_held:
+                row[8] = 0
+            else:
+                status = unpack(held)
+                if type(status) is dict:  # what the host records (inspector.host: a dict or None)
+                    if status == last:
+                        row[8] = 0
+                    else:
+                        row[8] = last = status
+                    last_held = held
             rows.append(row)
-        self._status = last
+        self._status, self._status_held = last, last_held
         return rows
 
     def batch(self, *, final: bool = False) -> dict[str, Any]:
@@ -251,7 +336,8 @@ class TraceAssembler:
     def __init__(self, meta: dict[str, Any] | None = None, session_messages: list[dict[str, Any]] | None = None) -> None:
         self.trace = Trace(dict(meta or {}))
         self.batches = 0
-        self._status: dict[str, Any] | None = None
+        self._status: Any = None  # the status held for the last one sent
+        self._strings: dict[str, str] = {}  # see _event
         self._session = session_messages or []
 
     def add(self, batch: dict[str, Any]) -> Trace:
@@ -269,11 +355,14 @@ class TraceAssembler:
             store._list_ids.setdefault(hash(keys), len(store.lists) - 1)
         start = len(tr.requests)
         tr.requests.extend(_request(start + i, row) for i, row in enumerate(batch.get("requests") or ()))
-        status = self._status
+        status, requests, strings = self._status, tr.requests, self._strings
+        state = tr.events[-1].state if tr.events else None
         for row in batch.get("events") or ():
-            ev = _event(row, status)
-            if ev.status is not None:
-                status = ev.status
+            ev = _event(row, status, state, requests, strings)
+            held = ev.status_held  # type: ignore[attr-defined]
+            if held is not None and held is not STATUS_FROM_STATE:
+                status = held
+            state = ev.state
             tr.add_event(ev)
         self._status = status
         if "tokens" in batch:

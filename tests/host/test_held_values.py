@@ -6,10 +6,12 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from inspector.cache.reasons import HitWords
 from inspector.cache.simulator import CacheSimulator
 from inspector.host.replay import replay
 from inspector.trace.io import load_trace, save_trace
-from inspector.trace.model import EV_REQUEST, EV_RESPONSE, STATUS_FROM_STATE, Request
+from inspector.trace.model import EV_REQUEST, EV_RESPONSE, NO_BLOCKS, STATUS_FROM_STATE, Request
+from inspector.trace.packed import is_packed
 from inspector.worker.codec import TraceAssembler, TraceStreamer
 
 from .conftest import CountingEngine, coding_session
@@ -51,3 +53,38 @@ def test_a_replays_trace_streamed_in_batches_reads_the_same(config):
     assembler = TraceAssembler(trace.meta, session.messages)
     assembler.add(json.loads(json.dumps(streamer.batch(final=True))))
     assert _read(assembler.trace) == _read(trace)
+
+
+def _held(value) -> str:  # noqa: ANN001 - any held value
+    """How a value is held, where it is held as something other than itself."""
+    if type(value) is Request:
+        return "its request"
+    if value is STATUS_FROM_STATE:
+        return "from its state"
+    if type(value) is HitWords:
+        return "hit words"
+    if value is NO_BLOCKS:
+        return "no blocks"
+    return "packed" if is_packed(value) else "as it is"
+
+
+def _holdings(trace) -> list[tuple[str, ...]]:  # noqa: ANN001 - Trace
+    return [(_held(ev.args_held), _held(ev.result_held), _held(ev.status_held)) for ev in trace.events] + [
+        (_held(r.tokens_held), _held(r.usage_held), _held(r.cache.reason_held), _held(r.cache.block_tokens_held))
+        for r in trace.requests]
+
+
+def test_a_replays_trace_streamed_in_batches_is_held_as_the_replay_holds_it(config):
+    """The supervisor's copy of a worker's trace takes no more memory than the worker's own: what
+    the replay holds as its request, its state, hit words or packed, the copy holds so too (it may
+    pack a few more dicts, which read the same)."""
+    session, trace = _replayed(config)
+    streamer = TraceStreamer(trace, session.messages)
+    assembler = TraceAssembler(trace.meta, session.messages)
+    assembler.add(json.loads(json.dumps(streamer.batch(final=True))))
+    here, there = _holdings(trace), _holdings(assembler.trace)
+    assert len(here) == len(there)
+    differ = [(i, a, b) for i, (a, b) in enumerate(zip(here, there))
+              if any(x != y and not (x == "as it is" and y == "packed") for x, y in zip(a, b))]
+    assert not differ, differ[:5]
+    assert {"its request", "from its state", "hit words", "no blocks", "packed"} <= {h for row in there for h in row}

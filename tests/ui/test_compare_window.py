@@ -169,7 +169,8 @@ def test_runs_panel_table_and_runs_diff(cwindow, files) -> None:
     assert "ui_tail request" in header and "ui_never request" in header
     assert "tool schemas" not in header
     other = al.request(2, row)
-    other.tokens["tools"] = int(other.tokens.get("tools", 0)) + 192  # an engine that adds a tool
+    # an engine that adds a tool (a new dict: a request's figures read as one, held packed)
+    other.tokens = {**other.tokens, "tools": int(other.tokens.get("tools", 0)) + 192}
     runs.b_combo.setCurrentIndex(1)
     runs.b_combo.setCurrentIndex(2)  # the user picks the pair again
     assert "tool schemas differ" in runs.diff_header.text()  # not in the message diff, but said
