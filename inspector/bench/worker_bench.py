@@ -10,12 +10,17 @@
 Each figure is the median of ``--repeat`` alternating runs (the machine is shared: other load
 adds time to either side at random).
 
+With ``--memory-turns N`` it also replays an N-turn session file in a fresh process, in process
+and through a worker, and prints the peak memory of each process: the supervisor holds the
+trace the worker streams back, so issue 23's memory target applies to it as well.
+
 With ``--before PATH`` (a checkout of the inspector from before the worker boundary, e.g. the main
 branch) it also times the whole ``context-inspector replay`` command end to end, in a fresh
 process each time, with that checkout and with this one: both pay the interpreter's start, the
 imports and the tokenizer's load, which the in-process figure above gets for free.
 
 Usage: python -m inspector.bench.worker_bench [--turns 2000] [--repeat 5] [--before PATH] [--no-compare]
+                                              [--memory-turns 10000]
 """
 
 from __future__ import annotations
@@ -36,6 +41,42 @@ from inspector.config import load_config
 
 PLUGIN = "from inspector.bench.host_bench import DropOldest  # noqa: F401 - found by the subclass scan\n"
 
+# One replay of a session file in a fresh process; prints the peak RSS (MB) of it and of its workers.
+_PEAK = """
+import resource, sys
+from inspector.config import load_config
+from inspector.sessions import load_session
+config = load_config(None, {"model": {"context_length": 128000}})
+session = load_session(sys.argv[1])
+if sys.argv[3] == "worker":
+    from inspector.worker.replays import RunRequest, StartedReplays
+    outcome = StartedReplays([RunRequest("drop-oldest", config, "drop-oldest")], [sys.argv[2]]).send(session)[0]
+    assert outcome.ok, outcome.describe()
+else:
+    from inspector.engines.discovery import load_engine
+    from inspector.host.replay import replay
+    replay(session, load_engine("drop-oldest", config, plugin_dirs=[sys.argv[2]]), config)
+own, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(own.ru_maxrss / 1024, workers.ru_maxrss / 1024)
+"""
+
+
+def _peaks(turns: int, plugins: str) -> dict[str, tuple[float, float]]:
+    """Peak RSS (MB) of a fresh process replaying a ``turns``-turn session file, and of its workers."""
+    from inspector.sessions.model import wire_message
+
+    path = os.path.join(plugins, f"memory-{turns}.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"messages": [wire_message(m) for m in make_session(turns).messages]}, fh)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = {}
+    for mode in ("process", "worker"):
+        done = subprocess.run([sys.executable, "-c", _PEAK, path, plugins, mode], capture_output=True,
+                              text=True, check=True, env={**os.environ, "PYTHONPATH": root})
+        own, workers = (float(x) for x in done.stdout.split()[-2:])
+        out[mode] = (own, workers)
+    return out
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -43,6 +84,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--before", help="a checkout of the inspector before the worker boundary (end-to-end timing)")
     parser.add_argument("--no-compare", action="store_true", help="skip the 3-engine comparison")
+    parser.add_argument("--memory-turns", type=int, default=0,
+                        help="also the peak memory of one replay of this many turns, in process and through a worker")
     args = parser.parse_args()
     # Both sides tokenise cold, as host_bench's ratio does (a warm persistent cache would favour whichever
     # side can write it: the sandboxed worker cannot).
@@ -135,6 +178,12 @@ def main() -> int:
         inside, alone = statistics.median(host_seconds["worker"]), statistics.median(host_seconds["process"])
         print(f"the host's own time (meta.host_seconds): in process {alone:.2f} s, inside the worker {inside:.2f} s "
               f"(hook tracking, heartbeats and streaming included) -> {inside / alone - 1:+.1%}")
+
+        if args.memory_turns:
+            peaks = _peaks(args.memory_turns, tmp)
+            print(f"a {args.memory_turns:,}-turn replay of a session file, peak memory of a fresh process: in process "
+                  f"{peaks['process'][0]:.0f} MB; through a worker, supervisor {peaks['worker'][0]:.0f} MB and worker "
+                  f"{peaks['worker'][1]:.0f} MB (issue 23's target: 250 MB)")
 
         if args.before:
             here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
