@@ -260,7 +260,8 @@ class TraceStreamer:
 
     def __init__(self, trace: Trace, session_messages: list[dict[str, Any]] | None = None) -> None:
         self.trace = trace
-        self._events = self._requests = self._messages = self._lists = self._tokens = self._schemas = 0
+        self._events = self._requests = self._messages = self._lists = self._schemas = 0
+        self._sent_rows: list[Any] = []  # the token rows sent, in the table's order (see _new_token_rows)
         self._status: dict[str, Any] | None = None
         self._status_held: Any = None  # the value the last status sent was held as
         self._session = session_messages or []
@@ -316,17 +317,39 @@ class TraceStreamer:
         out["messages"], refs = self._new_messages()
         if refs:
             out["content_refs"] = refs
-        if final:
+        added = self._new_token_rows(store.tokens, final)
+        if added is None:
             out["tokens"] = dict(store.tokens.items())  # rows as dicts (a TokenTable holds them packed)
+        else:
+            out["tokens_added"] = added
+        if final:
             out["meta"] = tr.meta
             out["tool_schemas"] = tr.tool_schemas
-        else:
-            out["tokens_added"] = dict(itertools.islice(store.tokens.items(), self._tokens, None))
-            if len(tr.tool_schemas) != self._schemas:
-                out["tool_schemas"] = tr.tool_schemas
+        elif len(tr.tool_schemas) != self._schemas:
+            out["tool_schemas"] = tr.tool_schemas
         self._events, self._requests = len(tr.events), len(tr.requests)
         self._messages, self._lists = len(store.messages), len(store.lists)
-        self._tokens, self._schemas = len(store.tokens), len(tr.tool_schemas)
+        self._schemas = len(tr.tool_schemas)
+        return out
+
+    def _new_token_rows(self, tokens: Any, final: bool) -> dict[str, Any] | None:
+        """Token rows added since the last batch and, in the final one, rows replaced since they
+        were sent, as dicts; None when the whole table must go (the final batch of a table that
+        is not a :class:`TokenTable`, whose rows may be edited in place, or one that lost a row).
+        A TokenTable's row is replaced, never edited, so a replaced row is told by identity; the
+        whole table went again at the end before (50,000 rows of a 10,000-turn replay at once)."""
+        rows = tokens.rows if isinstance(tokens, TokenTable) else tokens
+        sent = self._sent_rows
+        if final and (rows is tokens or len(rows) < len(sent)):
+            return None
+        out = {}
+        if final:
+            for key, row, was in zip(rows, rows.values(), sent):
+                if row is not was:
+                    out[key] = unpack(row)
+        for key, row in itertools.islice(rows.items(), len(sent), None):
+            sent.append(row)
+            out[key] = unpack(row)
         return out
 
 
@@ -338,6 +361,7 @@ class TraceAssembler:
         self.batches = 0
         self._status: Any = None  # the status held for the last one sent
         self._strings: dict[str, str] = {}  # see _event
+        self._keys: dict[str, str] = {}  # each message key, to itself (see add)
         self._session = session_messages or []
 
     def add(self, batch: dict[str, Any]) -> Trace:
@@ -350,7 +374,16 @@ class TraceAssembler:
                 raise ValueError(f"message {str(key)[:40]!r} refers to no session message's text")
             messages[key]["content"] = content
         store.messages.update(messages)
-        for keys in _decode_lists(batch.get("lists") or [], store.messages, prior=store.lists):
+        canonical = self._keys  # a key in a list is the store's key object, not a copy per list read
+        for key in messages:
+            canonical[key] = key
+        encoded = batch.get("lists") or []
+        for row in encoded:
+            if type(row) is list:
+                for j, item in enumerate(row):
+                    if type(item) is str:
+                        row[j] = canonical.get(item, item)
+        for keys in _decode_lists(encoded, store.messages, prior=store.lists):
             store.lists.append(keys)
             store._list_ids.setdefault(hash(keys), len(store.lists) - 1)
         start = len(tr.requests)

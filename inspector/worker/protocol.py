@@ -54,11 +54,17 @@ def parse_body(header: int, body: bytes) -> Any:
 
 
 def encode(message: dict[str, Any]) -> bytes:
+    return b"".join(encode_parts(message))
+
+
+def encode_parts(message: dict[str, Any]) -> tuple[bytes, bytes]:
+    """A frame's header and body, to be written one after the other: joined, a frame holding a
+    whole session (tens of MB) was copied once more only to put four bytes before it."""
     data = dumps_fast(message, _default)
     if data is not None:
-        return HEADER.pack(len(data)) + data
+        return HEADER.pack(len(data)), data
     data = _ENCODER.encode(message).encode("ascii")
-    return HEADER.pack(len(data) | STDLIB_BODY) + data
+    return HEADER.pack(len(data) | STDLIB_BODY), data
 
 
 class FrameWriter:
@@ -73,13 +79,14 @@ class FrameWriter:
     def send(self, message: dict[str, Any]) -> bool:
         if os.getpid() != self.pid or self.broken:
             return False
-        data = encode(message)
+        parts = encode_parts(message)
         with self._lock:
-            view = memoryview(data)
             try:
-                while view:
-                    n = os.write(self.fd, view)
-                    view = view[n:]
+                for part in parts:
+                    view = memoryview(part)
+                    while view:
+                        n = os.write(self.fd, view)
+                        view = view[n:]
             except OSError:
                 self.broken = True  # the supervisor is gone: nothing left to tell
                 return False

@@ -44,7 +44,7 @@ from inspector.trace.model import EV_FAULT, Event, Fault, Trace, _not_engine_cod
 from inspector.worker import sandbox, tracker
 from inspector.worker.bytecode import ensure_compiled
 from inspector.worker.codec import TraceAssembler
-from inspector.worker.protocol import FrameReader, ProtocolError, encode
+from inspector.worker.protocol import FrameReader, ProtocolError, encode_parts
 from inspector.worker.runtime import STACK_FILE, TRACKER_FILE
 
 GRACE = 2.0  # seconds past a soft timeout before a worker still inside that hook is killed
@@ -281,7 +281,7 @@ class Worker:
         self._echo_cut = False
         self._mem_checked = 0.0
         self._secrets: list[str] = []
-        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._outbox: queue.SimpleQueue[tuple[bytes, bytes] | None] = queue.SimpleQueue()
         self.egress: Any = None  # the EgressProxy of a sandboxed worker with an endpoint
 
     # -- starting ------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ class Worker:
         self._fds = {read_fd: "frames", self.proc.stdout.fileno(): "stdout", self.proc.stderr.fileno(): "stderr"}
         for fd in self._fds:
             os.set_blocking(fd, False)
-        self._outbox.put(encode(self.job))
+        self._outbox.put(encode_parts(self.job))
         threading.Thread(target=self._send_frames, name="inspector-worker-input", daemon=True).start()
 
     def _send_frames(self) -> None:
@@ -326,18 +326,22 @@ class Worker:
         megabytes) must not hold up the supervisor; the pipe then stays open so the worker knows we live."""
         stdin = self.proc.stdin if self.proc is not None else None
         while stdin is not None:
-            data = self._outbox.get()
-            if data is None:
+            parts = self._outbox.get()
+            if parts is None:
                 return
             try:
-                stdin.write(data)
+                for part in parts:
+                    stdin.write(part)
                 stdin.flush()
             except (OSError, ValueError):
                 return
+            # not held while waiting for the next frame: the session's is tens of MB, and the next
+            # frame may not come before the run ends
+            parts = part = None
 
     def post(self, message: dict[str, Any]) -> None:
         """Send the worker a frame after its job (the session of a job started before it was read)."""
-        self._outbox.put(encode(message))
+        self._outbox.put(encode_parts(message))
 
     def send_cancel(self) -> None:
         if self.cancel_sent is not None or self.proc is None or self.proc.poll() is not None:

@@ -116,3 +116,53 @@ def test_a_content_reference_to_no_session_text_is_refused():
         TraceAssembler({}, [{"role": "tool", "content": ["not", "text"]}]).add(batch)
     with pytest.raises(ValueError):
         TraceAssembler({}, []).add(batch)
+
+
+def _batch(streamer: TraceStreamer, final: bool = False) -> dict:
+    return FrameReader().feed(encode({"type": "batch", "batch": streamer.batch(final=final)}))[0]["batch"]
+
+
+def test_token_rows_go_once_and_again_only_when_replaced():
+    trace = Trace({})
+    first = trace.store.put({"role": "user", "content": "one"})
+    trace.store.tokens[first] = {"tiktoken": 1, "rough_chars": 3, "images": 0}
+    streamer, assembler = TraceStreamer(trace), TraceAssembler({})
+    batch = _batch(streamer)
+    assert batch["tokens_added"] == {first: trace.store.tokens[first]}
+    assembler.add(batch)
+    second = trace.store.put({"role": "user", "content": "two"})
+    trace.store.tokens[second] = {"tiktoken": 2, "rough_chars": 3, "images": 0}
+    batch = _batch(streamer)
+    assert list(batch["tokens_added"]) == [second], "only the new row"
+    assembler.add(batch)
+    trace.store.tokens[first] = {"tiktoken": 7, "rough_chars": 3, "images": 1}  # replaced after it was sent
+    batch = _batch(streamer)
+    assert batch["tokens_added"] == {}, "a replaced row waits for the final batch"
+    assembler.add(batch)
+    final = _batch(streamer, final=True)
+    assert "tokens" not in final and final["tokens_added"] == {first: trace.store.tokens[first]}
+    assembler.add(final)
+    assert dict(assembler.trace.store.tokens.items()) == dict(trace.store.tokens.items())
+
+
+def test_a_token_table_that_is_a_plain_dict_goes_whole_at_the_end():
+    trace = Trace({})
+    key = trace.store.put({"role": "user", "content": "one"})
+    trace.store.tokens = {key: {"tiktoken": 1}}  # a loaded trace's table: rows may be edited in place
+    streamer = TraceStreamer(trace)
+    _batch(streamer)
+    trace.store.tokens[key]["tiktoken"] = 5
+    assert _batch(streamer, final=True)["tokens"] == {key: {"tiktoken": 5}}
+
+
+def test_the_keys_of_rebuilt_lists_are_the_store_s_own_key_objects():
+    trace = Trace({})
+    keys = [trace.store.put({"role": "user", "content": f"m{i}"}) for i in range(30)]
+    for n in range(1, 30):
+        trace.store.put_list(tuple(keys[:n]))
+    assembler, streamer = TraceAssembler({}), TraceStreamer(trace)
+    assembler.add(_batch(streamer))
+    rebuilt = assembler.trace.store
+    assert list(rebuilt.lists) == list(trace.store.lists)
+    own = {id(k) for k in rebuilt.messages}
+    assert all(id(k) in own for lst in rebuilt.lists for k in lst), "no key read again as a copy"

@@ -137,3 +137,35 @@ def test_frames_carry_what_only_the_standard_library_keeps_exactly():
     assert int.from_bytes(encode(exact)[:4], "big") & STDLIB_BODY
     frames = FrameReader().feed(encode(plain) + encode(exact))
     assert frames == [plain, exact] and type(frames[1]["n"]) is int
+
+
+def test_a_frame_sent_to_the_worker_is_not_held_once_written():
+    """The session's frame is tens of MB: the input thread must not keep it while it waits for the next."""
+    import queue
+    import threading
+    import weakref
+    from types import SimpleNamespace
+
+    from inspector.worker.supervisor import Worker
+
+    class Big(bytearray):
+        pass
+
+    written: list[int] = []
+    stdin = SimpleNamespace(write=lambda b: written.append(len(b)), flush=lambda: None)
+    outbox: queue.SimpleQueue = queue.SimpleQueue()
+    body = Big(b"x" * 1000)
+    alive = weakref.ref(body)
+    outbox.put((b"head", body))
+    del body
+    thread = threading.Thread(target=Worker._send_frames, args=(SimpleNamespace(proc=SimpleNamespace(stdin=stdin),
+                                                                                 _outbox=outbox),), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while len(written) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)  # the thread is back waiting on the queue
+    assert written == [4, 1000]
+    assert alive() is None, "the written frame is still referenced by the input thread"
+    outbox.put(None)
+    thread.join(5)
