@@ -5,7 +5,8 @@ comes back as it grows: after each replayed turn the worker sends what was added
 last batch (events, requests, messages, key lists, token counts), so the supervisor always
 holds the trace up to the last finished turn, even when the worker dies or is killed later.
 Batches are cut at turn boundaries because the host completes an event's fields (result,
-state, output) during the turn it belongs to; the final batch resends the token table whole.
+state, output) during the turn it belongs to; the final batch adds the token rows replaced
+since they were sent.
 """
 
 from __future__ import annotations
@@ -75,11 +76,12 @@ def session_from_json(data: dict[str, Any]) -> Session:
 # -- traces ---------------------------------------------------------------------------------------
 
 # A trace is sent as it is held (inspector.trace.packed), so that the supervisor's copy is held
-# as the worker's is, not as dicts made for the pipe (a 10,000-turn replay's trace took 422 MB
-# in the supervisor against 245 in a replay in process), and the worker does not build a dict per
-# value to send it. What a value stands for goes as a flag on its row: an event's arguments or
-# result held as its request (``hold_request``), a status that is the base class's of the
-# event's state; a packed value goes as the dict it holds and is packed again on arrival.
+# as the worker's is, not as dicts made for the pipe (a 10,000-turn replay of a session file took
+# 422 MB in the supervisor against 261 in process: inspector.bench.worker_bench --memory-turns),
+# and the worker does not build a dict per value to send it. What a value stands for goes as a
+# flag on its row: an event's arguments or result held as its request (``hold_request``), a
+# status that is the base class's of the event's state; a packed value goes as the dict it holds
+# and is packed again on arrival.
 _ARGS_REQUEST, _RESULT_REQUEST, _STATUS_FROM_STATE = 1, 2, 4
 _SHARED_CHARS = 40  # an argument's string this short is held once however many events carry it
 
@@ -143,8 +145,8 @@ def _event(row: list[Any], last_status: Any, last_state: tuple[int, ...] | None,
         args = held if flags & _ARGS_REQUEST else args
         result = held if flags & _RESULT_REQUEST else result
     return Event(index=0, kind=kind, turn=turn, request=request, t=t, duration=duration,
-                 args=pack(args) if args else {}, result=result, state=state, status=status, fault=Fault(*fault) if fault is not None else None, thread=thread, note=note,
-                 output=output)
+                 args=pack(args) if args else {}, result=result, state=state, status=status,
+                 fault=Fault(*fault) if fault is not None else None, thread=thread, note=note, output=output)
 
 
 _REQUEST_FIELDS = operator.attrgetter("turn", "call", "event", "assembled", "selected", "selected_by_engine", "tools",
