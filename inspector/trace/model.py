@@ -463,19 +463,22 @@ def _result_from(event: Event, held: Any) -> Any:
     return {"$msg": held.response_key} if type(held) is Request else held
 
 
-class _NoBlocks:
-    """What a CacheInfo holds for block_tokens left empty."""
+class _Stands:
+    """A value a trace holds in place of one it reads as (see :func:`inspector.trace.packed.read_through`)."""
 
-    __slots__ = ()
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def __repr__(self) -> str:
-        return "NO_BLOCKS"
+        return self.name
 
 
 # A CacheInfo holding this reads its block_tokens as a new empty list: the host leaves them
 # empty (derivable from the request's list and the per-message counts), and an empty list per
 # request was 1.9 MiB of a 10,000-turn replay.
-NO_BLOCKS: Any = _NoBlocks()
+NO_BLOCKS: Any = _Stands("NO_BLOCKS")
 
 
 def _blocks_from(info: CacheInfo, held: Any) -> Any:
@@ -488,21 +491,12 @@ def _reason_from(info: CacheInfo, held: Any) -> Any:
     return held
 
 
-class _StatusFromState:
-    """What an event holds for a status that is the base class's ``get_status()`` of its state."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "STATUS_FROM_STATE"
-
-
 # An event holding this reads its status as ``ContextEngine.get_status()`` would report its
 # ``state`` (those of its fields the base class reads): the host records it for every event of
 # an engine that keeps the base class's get_status and plain int attributes, where that status
 # is a function of the state the trace holds anyway (40,000 distinct dicts in a 10,000-turn
 # replay, 3.8 MiB even packed).
-STATUS_FROM_STATE: Any = _StatusFromState()
+STATUS_FROM_STATE: Any = _Stands("STATUS_FROM_STATE")
 
 
 def _status_from(event: Event, held: Any) -> Any:
